@@ -1,0 +1,1 @@
+"""The ``foursquare`` command: one entry point whose subcommands live with what they run."""
