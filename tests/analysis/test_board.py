@@ -1,0 +1,88 @@
+"""The search board agrees with the engine, move for move, and undo restores it exactly."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine import Adjacency, Game, Ruleset
+from engine.board import Board, repairable
+
+RULESETS = [
+    Ruleset(),
+    Ruleset(adjacency=Adjacency.ANY),
+    Ruleset(grid_size=3, pile_capacity=5, face_down_limit=2),
+]
+
+
+@pytest.mark.parametrize("rules", RULESETS, ids=lambda r: r.notation())
+def test_board_follows_the_engine_through_random_games(rules: Ruleset) -> None:
+    rng = random.Random(7)
+    for game_number in range(25):
+        game, board = Game.new(f"board-{game_number}", rules), Board(rules)
+        tokens = []
+        while not game.is_over():
+            targets = board.targets()
+            assert [board.position(cell) for cell in targets] == game.legal_moves()
+            every_cell = range(len(board.rank))
+            assert [cell for cell in every_cell if board.is_target(cell)] == targets
+            cell = rng.choice(targets)
+            rank = game.card.rank if game.card else 0
+            game.play(board.position(cell))
+            tokens.append(board.place(cell, rank))
+            assert (board.face_down, board.piles) == (game.face_down, game.pile_count)
+            assert board.won() == (game.score is not None)
+            for position, pile in game.piles.items():
+                cell = board.cell(position)
+                assert (board.rank[cell], bool(board.up[cell]), board.height[cell]) == (
+                    pile.top.rank, pile.face_up, pile.height
+                )
+        for token in reversed(tokens):
+            board.undo(token)
+        empty = Board(rules)
+        assert (board.rank, board.up, board.height, board.box) == (
+            empty.rank, empty.up, empty.height, empty.box
+        )
+
+
+def test_replayed_rejects_an_illegal_move() -> None:
+    with pytest.raises(ValueError, match="not a legal move"):
+        Board.replayed(Ruleset(), [5, 6], [(0, 0), (0, 2)])
+    with pytest.raises(ValueError, match="off the grid"):
+        Board.replayed(Ruleset(), [5], [(9, 0)])
+
+
+def _board_with(faces: dict[tuple[int, int], bool]) -> Board:
+    """A board with one pile per position, faces set directly (positions need not be playable)."""
+    board = Board()
+    for position, face_up in faces.items():
+        cell = board.cell(position)
+        board.height[cell], board.rank[cell], board.up[cell] = 1, 5, int(face_up)
+        board.piles += 1
+        board.face_down += not face_up
+        row, col = divmod(cell, board.layout.width)
+        box = board.box
+        box[:] = [min(box[0], row), max(box[1], row), min(box[2], col), max(box[3], col)]
+    return board
+
+
+def test_repairable_accepts_a_row_xor_column_pattern() -> None:
+    # Row 0 all face down in a 2x2 block: flipping row 0 once repairs it.
+    faces = {(0, 0): False, (0, 1): False, (1, 0): True, (1, 1): True}
+    assert repairable(_board_with(faces))
+
+
+def test_repairable_rejects_a_lone_face_down_corner_of_a_block() -> None:
+    # One face-down card among face-up ones in a 2x2 block is no row-xor-column pattern.
+    faces = {(0, 0): False, (0, 1): True, (1, 0): True, (1, 1): True}
+    assert not repairable(_board_with(faces))
+
+
+def test_repairable_fixes_the_bits_of_full_lines() -> None:
+    # A face-down card where a full row meets a full column can only be covered.
+    faces = {(0, col): col != 0 for col in range(4)} | {(row, 0): True for row in range(1, 4)}
+    assert not repairable(_board_with(faces))
+    # With only its row full, a column trigger can still turn it up.
+    del faces[(3, 0)]
+    assert repairable(_board_with(faces))
