@@ -46,6 +46,11 @@ class Ruleset:
             raise ValueError(f"adjacency must be 'edge' or 'any', not {self.adjacency!r}")
         if self.grid_size**2 > 40:
             raise ValueError("the grid cannot have more piles than the deck has cards")
+        if self.grid_size**2 * self.pile_capacity < 40:
+            # Otherwise a full grid of full piles could leave the card in hand nowhere to go.
+            raise ValueError(
+                "the grid's piles must hold the whole deck: grid_size² x pile_capacity >= 40"
+            )
 
     def notation(self) -> str:
         """A compact text form such as ``4x4c4f4e`` (grid, capacity, face-down limit, adjacency)."""
