@@ -1,0 +1,691 @@
+"""One race as a pure state machine: commands in, events out.
+
+:class:`Race` never touches a socket, a clock or a database. The network shell feeds it
+commands (``join``, ``set_ready``, ``tick``, ``place``, ``resign``, ...) with the current
+time, and sends out the :class:`Send` envelopes they return; the journal records the
+commands so that replaying them rebuilds the race exactly. Every racer gets its own
+engine :class:`~engine.Game`, all dealt the same stock from the race's seed.
+
+Fairness is decided here, once: a racer is only ever addressed events holding cards it
+has drawn, and spectators see each board only up to the *fog line* (the fewest cards
+drawn by any racer still racing) until the race is over.
+
+>>> race = Race("r1", "a seed", RaceOptions(min_racers=1, countdown=0))
+>>> _ = race.join("p1", "ann", bot=False, now=0.0)
+>>> [type(send.event).__name__ for send in race.tick(now=0.0)]
+['Started', 'RaceChanged', 'CardToPlace']
+>>> race.phase
+<Phase.RUNNING: 'running'>
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from engine import Card, Flipped, Game, IllegalMove, Position, Ruleset, Status, commitment, deal
+from protocol.result import RaceResult, RacerOutcome, RacerResult
+
+#: Where races get their seeds; tests inject a fixed one.
+SeedSource = Callable[[], str]
+
+
+def random_seed() -> str:
+    """A fresh seed with 192 bits from the operating system's cryptographic source."""
+    return secrets.token_hex(24)
+
+
+class Phase(Enum):
+    """Where a race stands."""
+
+    LOBBY = "lobby"
+    COUNTDOWN = "countdown"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+class RaceErrorCode(Enum):
+    """Stable codes for commands a race refuses; ``RaceError.code`` is one of these."""
+
+    RACE_FULL = "race_full"
+    RACE_STARTED = "race_started"
+    NOT_RUNNING = "race_not_running"
+    NOT_A_RACER = "not_a_racer"
+    ALREADY_JOINED = "already_joined"
+    NOT_RACING = "not_racing"
+    MOVE_NUMBER = "bad_move_number"
+    ILLEGAL_MOVE = "illegal_move"
+
+
+class RaceError(Exception):
+    """A command the race refuses. Nothing changed; ``message`` says why for a person."""
+
+    def __init__(self, code: RaceErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class RaceOptions:
+    """What a host chooses for a race. ``ValueError`` names any option out of range."""
+
+    max_racers: int = 8
+    min_racers: int = 2
+    """The race does not start with fewer racers."""
+    time_limit: float = 600.0
+    """Seconds from the start; racers still playing then are timed out."""
+    ruleset: Ruleset = Ruleset()
+    spectators: bool = True
+    fog: bool = True
+    """Hide from spectators what not every racer still racing has drawn."""
+    public: bool = True
+    """Listed in the lobby and open to quick race."""
+    auto_start: bool = True
+    """Count down as soon as ``min_racers`` are in (quick race); otherwise wait for all ready."""
+    countdown: float = 5.0
+    progress_interval: float = 0.1
+    """At most one progress update per this many seconds, each carrying what changed."""
+
+    def __post_init__(self) -> None:
+        checks: tuple[tuple[str, float, float, float], ...] = (
+            ("max_racers", self.max_racers, 1, 1000),
+            ("min_racers", self.min_racers, 1, self.max_racers),
+            ("time_limit", self.time_limit, 1, 86400),
+            ("countdown", self.countdown, 0, 60),
+            ("progress_interval", self.progress_interval, 0, 10),
+        )
+        for name, value, low, high in checks:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{name} must be a number, not {value!r}")
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be from {low:g} to {high:g}, not {value!r}")
+        for name in ("max_racers", "min_racers"):
+            if type(getattr(self, name)) is not int:
+                raise ValueError(f"{name} must be an integer")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values, for storage and the wire."""
+        return {
+            "max_racers": self.max_racers,
+            "min_racers": self.min_racers,
+            "time_limit": self.time_limit,
+            "ruleset": self.ruleset.to_dict(),
+            "spectators": self.spectators,
+            "fog": self.fog,
+            "public": self.public,
+            "auto_start": self.auto_start,
+            "countdown": self.countdown,
+            "progress_interval": self.progress_interval,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RaceOptions:
+        """The inverse of :meth:`to_dict`."""
+        values = dict(data)
+        values["ruleset"] = Ruleset.from_dict(values.get("ruleset", {}))
+        return cls(**values)
+
+
+# ------------------------------------------------------------------- events
+
+
+class Audience(Enum):
+    """Groups an event can be addressed to (a single racer is addressed by its id)."""
+
+    RACERS = "racers"
+    SPECTATORS = "spectators"
+    EVERYONE = "everyone"
+
+
+Recipient = str | Audience
+
+
+@dataclass(frozen=True, slots=True)
+class RacerInfo:
+    """A racer as the lobby shows it."""
+
+    racer_id: str
+    name: str
+    bot: bool
+    ready: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RaceSnapshot:
+    """Everything public about a race now: no cards, and the seed only as its commitment."""
+
+    race_id: str
+    code: str | None
+    phase: Phase
+    options: RaceOptions
+    commitment: str
+    racers: tuple[RacerInfo, ...]
+    now: float
+    countdown_ends_at: float | None
+    started_at: float | None
+    ends_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RaceChanged:
+    """The race's public state changed (someone joined, readied, the countdown began...)."""
+
+    snapshot: RaceSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The race started at ``started_at``; the shell journals this time."""
+
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CardToPlace:
+    """The card racer ``racer_id`` must place now, as move ``move_number`` (from 1)."""
+
+    racer_id: str
+    move_number: int
+    card: Card
+    targets: tuple[Position, ...]
+    stock_left: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressLine:
+    """How one racer stands, without any card."""
+
+    racer_id: str
+    name: str
+    bot: bool
+    status: str
+    """``racing``, or a :class:`~protocol.result.RacerOutcome` value."""
+    cards_played: int
+    face_up: int
+    face_down: int
+    score: int | None
+    finish_time: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MoveAccepted:
+    """Racer ``racer_id``'s move ``move_number`` put ``card`` at ``position``."""
+
+    racer_id: str
+    move_number: int
+    position: Position
+    card: Card
+    flips: tuple[Flipped, ...]
+    progress: ProgressLine
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Progress lines of the racers whose standing changed since the last update."""
+
+    lines: tuple[ProgressLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PileView:
+    """A pile: its cards bottom first, and whether the top one is face up."""
+
+    position: Position
+    cards: tuple[Card, ...]
+    face_up: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BoardView:
+    """A racer's grid after its first ``cards_played`` moves."""
+
+    racer_id: str
+    cards_played: int
+    piles: tuple[PileView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Boards:
+    """Boards that changed, as a spectator may see them; ``fog_line`` is ``None`` when open."""
+
+    boards: tuple[BoardView, ...]
+    fog_line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RaceFinished:
+    """The race is over; ``result`` reveals the seed and every move."""
+
+    result: RaceResult
+
+
+Event = RaceChanged | Started | CardToPlace | MoveAccepted | Progress | Boards | RaceFinished
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Deliver ``event`` to ``to``: a racer id or an :class:`Audience`."""
+
+    to: Recipient
+    event: Event
+
+
+# -------------------------------------------------------------------- race
+
+
+@dataclass(slots=True)
+class _Racer:
+    racer_id: str
+    name: str
+    bot: bool
+    game: Game
+    ready: bool = False
+    outcome: RacerOutcome | None = None
+    finish_time: float | None = None
+    accepted: list[MoveAccepted] = field(default_factory=list)
+    shown: Game | None = None
+    """The board as spectators last saw it, advanced move by move behind the fog."""
+
+    def progress(self) -> ProgressLine:
+        game = self.game
+        return ProgressLine(
+            racer_id=self.racer_id,
+            name=self.name,
+            bot=self.bot,
+            status=self.outcome.value if self.outcome else "racing",
+            cards_played=game.cards_played,
+            face_up=game.face_up,
+            face_down=game.face_down,
+            score=game.score,
+            finish_time=self.finish_time,
+        )
+
+    def card_to_place(self) -> CardToPlace | None:
+        card = self.game.card
+        if card is None or self.outcome is not None:
+            return None
+        return CardToPlace(
+            self.racer_id,
+            self.game.cards_played + 1,
+            card,
+            tuple(self.game.legal_moves()),
+            self.game.stock_left,
+        )
+
+
+def board_view(racer_id: str, game: Game) -> BoardView:
+    """The grid of ``game`` as a :class:`BoardView`."""
+    piles = tuple(
+        PileView(position, pile.cards, pile.face_up) for position, pile in game.piles.items()
+    )
+    return BoardView(racer_id, game.cards_played, piles)
+
+
+class Race:
+    """A race: racers join, ready up, race the same stock; the standings end it.
+
+    Every command takes ``now`` (seconds, from the injected clock) and returns the list
+    of :class:`Send` it caused, in order; a refused command raises :class:`RaceError`
+    and changes nothing.
+    """
+
+    def __init__(self, race_id: str, seed: str, options: RaceOptions, code: str | None = None):
+        self.race_id = race_id
+        self.seed = seed
+        self.options = options
+        self.code = code
+        self.commitment = commitment(seed)
+        self.phase = Phase.LOBBY
+        self.countdown_ends_at: float | None = None
+        self.started_at: float | None = None
+        self.result: RaceResult | None = None
+        self._stock = deal(seed)
+        self._racers: dict[str, _Racer] = {}
+        self._dirty: dict[str, None] = {}
+        self._last_flush = float("-inf")
+        self._spectators = 0
+
+    # ------------------------------------------------------------- reading
+
+    @property
+    def racer_ids(self) -> list[str]:
+        """Racers in joining order."""
+        return list(self._racers)
+
+    def has_racer(self, racer_id: str) -> bool:
+        """Whether ``racer_id`` is in this race."""
+        return racer_id in self._racers
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a new racer may join now."""
+        return self.phase in (Phase.LOBBY, Phase.COUNTDOWN) and (
+            len(self._racers) < self.options.max_racers
+        )
+
+    @property
+    def ends_at(self) -> float | None:
+        """When the time limit passes, once started."""
+        return None if self.started_at is None else self.started_at + self.options.time_limit
+
+    @property
+    def fog_line(self) -> int | None:
+        """How many cards every racer still racing has drawn; ``None`` when nothing is hidden.
+
+        Spectators see a board's first ``fog_line`` moves at most.
+        """
+        if not self.options.fog or self.phase is Phase.FINISHED:
+            return None
+        if self.phase is not Phase.RUNNING:
+            return 0
+        drawn = [r.game.cards_played + 1 for r in self._racers.values() if r.outcome is None]
+        return min(drawn) if drawn else None
+
+    def next_deadline(self) -> float | None:
+        """The next time :meth:`tick` has something to do, or ``None``."""
+        times: list[float] = []
+        if self.phase is Phase.COUNTDOWN and self.countdown_ends_at is not None:
+            times.append(self.countdown_ends_at)
+        if self.phase is Phase.RUNNING:
+            times.append(self.ends_at or 0.0)
+            if self._dirty:
+                times.append(self._last_flush + self.options.progress_interval)
+        return min(times) if times else None
+
+    def snapshot(self, now: float) -> RaceSnapshot:
+        """The race's public state."""
+        return RaceSnapshot(
+            race_id=self.race_id,
+            code=self.code,
+            phase=self.phase,
+            options=self.options,
+            commitment=self.commitment,
+            racers=tuple(
+                RacerInfo(r.racer_id, r.name, r.bot, r.ready) for r in self._racers.values()
+            ),
+            now=now,
+            countdown_ends_at=self.countdown_ends_at if self.phase is Phase.COUNTDOWN else None,
+            started_at=self.started_at,
+            ends_at=self.ends_at,
+        )
+
+    def progress_lines(self) -> tuple[ProgressLine, ...]:
+        """Every racer's progress, in joining order."""
+        return tuple(r.progress() for r in self._racers.values())
+
+    def racer_view(self, racer_id: str, now: float) -> list[Send]:
+        """Everything racer ``racer_id`` needs to (re)build its screen: state, own board,
+        card to place, everyone's progress, and the result if the race is over."""
+        racer = self._racer(racer_id)
+        sends = [
+            Send(racer_id, RaceChanged(self.snapshot(now))),
+            Send(racer_id, Boards((board_view(racer_id, racer.game),), None)),
+            Send(racer_id, Progress(self.progress_lines())),
+        ]
+        card = racer.card_to_place()
+        if card is not None and self.phase is Phase.RUNNING:
+            sends.append(Send(racer_id, card))
+        if self.result is not None:
+            sends.append(Send(racer_id, RaceFinished(self.result)))
+        return sends
+
+    def spectator_view(self, now: float) -> list[Event]:
+        """Everything a new spectator needs: state, progress, boards up to the fog line."""
+        events: list[Event] = [
+            RaceChanged(self.snapshot(now)),
+            Progress(self.progress_lines()),
+            Boards(tuple(self._fogged_board(r) for r in self._racers.values()), self.fog_line),
+        ]
+        if self.result is not None:
+            events.append(RaceFinished(self.result))
+        return events
+
+    # ------------------------------------------------------------ commands
+
+    def join(self, racer_id: str, name: str, bot: bool, now: float) -> list[Send]:
+        """Add a racer before the start; may begin the countdown or, when full, start."""
+        if racer_id in self._racers:
+            raise RaceError(RaceErrorCode.ALREADY_JOINED, "you are already in this race")
+        if self.phase not in (Phase.LOBBY, Phase.COUNTDOWN):
+            raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
+        if len(self._racers) >= self.options.max_racers:
+            raise RaceError(RaceErrorCode.RACE_FULL, "this race is full")
+        game = Game(self._stock, self.options.ruleset, self.seed)
+        self._racers[racer_id] = _Racer(racer_id, name, bot, game)
+        return self._lobby_changed(now)
+
+    def leave(self, racer_id: str, now: float) -> list[Send]:
+        """Leave the race: before the start the seat is freed, afterwards it is a resignation."""
+        self._racer(racer_id)
+        if self.phase in (Phase.RUNNING, Phase.FINISHED):
+            return self.resign(racer_id, now)
+        del self._racers[racer_id]
+        return self._lobby_changed(now)
+
+    def set_ready(self, racer_id: str, ready: bool, now: float) -> list[Send]:
+        """Mark a racer ready or not; when every racer is ready the countdown begins."""
+        racer = self._racer(racer_id)
+        if self.phase not in (Phase.LOBBY, Phase.COUNTDOWN):
+            raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
+        racer.ready = ready
+        return self._lobby_changed(now)
+
+    def start(self, now: float) -> list[Send]:
+        """Start now, whatever the lobby (tournaments, and replaying the journal)."""
+        if self.phase not in (Phase.LOBBY, Phase.COUNTDOWN):
+            raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
+        self.phase = Phase.RUNNING
+        self.started_at = now
+        self._last_flush = now
+        sends = [Send(Audience.EVERYONE, Started(now)), self._changed(now)]
+        for racer in self._racers.values():
+            card = racer.card_to_place()
+            if card is not None:
+                sends.append(Send(racer.racer_id, card))
+        # A race may start with nobody left in it; it is then over at once.
+        sends.extend(self._finish_if_done(now))
+        return sends
+
+    def tick(self, now: float) -> list[Send]:
+        """Let time pass: end the countdown, flush due progress, apply the time limit."""
+        if self.phase is Phase.COUNTDOWN and self.countdown_ends_at is not None:
+            if now >= self.countdown_ends_at:
+                return self.start(now)
+            return []
+        if self.phase is not Phase.RUNNING:
+            return []
+        ends_at = self.ends_at
+        if ends_at is not None and now >= ends_at:
+            for racer in self._racers.values():
+                if racer.outcome is None:
+                    racer.outcome = RacerOutcome.TIMED_OUT
+                    self._dirty[racer.racer_id] = None
+            return self._finish(now)
+        if self._dirty and now >= self._last_flush + self.options.progress_interval:
+            return self._flush(now)
+        return []
+
+    def place(self, racer_id: str, move_number: int, position: Position, now: float) -> list[Send]:
+        """Apply racer ``racer_id``'s move number ``move_number`` (counted from 1).
+
+        A move number already applied is answered again with what it did, and nothing
+        changes: that makes a retry after a reconnect safe.
+        """
+        racer = self._racer(racer_id)
+        if move_number >= 1 and move_number <= len(racer.accepted):
+            return self._answer_again(racer, move_number)
+        if self.phase is not Phase.RUNNING:
+            raise RaceError(RaceErrorCode.NOT_RUNNING, "the race is not running")
+        if racer.outcome is not None:
+            raise RaceError(RaceErrorCode.NOT_RACING, f"your race is over ({racer.outcome.value})")
+        expected = racer.game.cards_played + 1
+        if move_number != expected:
+            raise RaceError(
+                RaceErrorCode.MOVE_NUMBER, f"the next move is number {expected}, not {move_number}"
+            )
+        card = racer.game.card
+        assert card is not None  # a racer with no outcome is still playing
+        try:
+            events = racer.game.play(position)
+        except IllegalMove as error:
+            raise RaceError(RaceErrorCode.ILLEGAL_MOVE, str(error)) from None
+        if racer.game.status is not Status.PLAYING:
+            racer.outcome = (
+                RacerOutcome.WON if racer.game.status is Status.WON else RacerOutcome.LOST
+            )
+            racer.finish_time = now - (self.started_at or now)
+        flips = tuple(e for e in events if isinstance(e, Flipped))
+        accepted = MoveAccepted(racer_id, move_number, position, card, flips, racer.progress())
+        racer.accepted.append(accepted)
+        sends = [Send(racer_id, accepted)]
+        next_card = racer.card_to_place()
+        if next_card is not None:
+            sends.append(Send(racer_id, next_card))
+        self._dirty[racer_id] = None
+        sends.extend(self._after_progress(now))
+        return sends
+
+    def resign(self, racer_id: str, now: float) -> list[Send]:
+        """Give up: the racer stops, and is ranked with what it has."""
+        racer = self._racer(racer_id)
+        if self.phase is not Phase.RUNNING:
+            raise RaceError(RaceErrorCode.NOT_RUNNING, "the race is not running")
+        if racer.outcome is not None:
+            raise RaceError(RaceErrorCode.NOT_RACING, f"your race is over ({racer.outcome.value})")
+        racer.outcome = RacerOutcome.RESIGNED
+        racer.finish_time = now - (self.started_at or now)
+        self._dirty[racer_id] = None
+        return self._after_progress(now)
+
+    def disconnect(self, racer_id: str, now: float) -> list[Send]:
+        """The racer's connection dropped: before the start it leaves; after, it may resume."""
+        if racer_id in self._racers and self.phase in (Phase.LOBBY, Phase.COUNTDOWN):
+            return self.leave(racer_id, now)
+        return []
+
+    def add_spectator(self) -> None:
+        """Count a spectator: boards are only computed while someone watches."""
+        self._spectators += 1
+
+    def remove_spectator(self) -> None:
+        """Forget a spectator counted by :meth:`add_spectator`."""
+        self._spectators = max(0, self._spectators - 1)
+
+    # ------------------------------------------------------------ internal
+
+    def _racer(self, racer_id: str) -> _Racer:
+        racer = self._racers.get(racer_id)
+        if racer is None:
+            raise RaceError(RaceErrorCode.NOT_A_RACER, "you are not racing in this race")
+        return racer
+
+    def _changed(self, now: float) -> Send:
+        return Send(Audience.EVERYONE, RaceChanged(self.snapshot(now)))
+
+    def _lobby_changed(self, now: float) -> list[Send]:
+        """After the lobby changed: begin, cancel or cut short the countdown."""
+        racers = list(self._racers.values())
+        enough = len(racers) >= self.options.min_racers
+        willing = self.options.auto_start or all(r.ready for r in racers)
+        if len(racers) == self.options.max_racers and willing:
+            return self.start(now)
+        if enough and willing:
+            if self.phase is Phase.LOBBY:
+                self.phase = Phase.COUNTDOWN
+                self.countdown_ends_at = now + self.options.countdown
+        else:
+            self.phase = Phase.LOBBY
+            self.countdown_ends_at = None
+        return [self._changed(now)]
+
+    def _answer_again(self, racer: _Racer, move_number: int) -> list[Send]:
+        sends = [Send(racer.racer_id, racer.accepted[move_number - 1])]
+        card = racer.card_to_place()
+        if card is not None and move_number == len(racer.accepted):
+            sends.append(Send(racer.racer_id, card))
+        return sends
+
+    def _after_progress(self, now: float) -> list[Send]:
+        done = self._finish_if_done(now)
+        if done:
+            return done
+        if now >= self._last_flush + self.options.progress_interval:
+            return self._flush(now)
+        return []
+
+    def _finish_if_done(self, now: float) -> list[Send]:
+        if all(r.outcome is not None for r in self._racers.values()):
+            return self._finish(now)
+        return []
+
+    def _flush(self, now: float) -> list[Send]:
+        """Send the progress that changed, and the boards spectators may now see."""
+        self._last_flush = now
+        lines = tuple(self._racers[racer_id].progress() for racer_id in self._dirty)
+        self._dirty.clear()
+        sends = [Send(Audience.EVERYONE, Progress(lines))] if lines else []
+        if self._spectators:
+            boards = tuple(
+                board
+                for racer in self._racers.values()
+                if (board := self._advance_shown(racer)) is not None
+            )
+            if boards:
+                sends.append(Send(Audience.SPECTATORS, Boards(boards, self.fog_line)))
+        return sends
+
+    def _visible_moves(self, racer: _Racer) -> int:
+        fog = self.fog_line
+        played = racer.game.cards_played
+        return played if fog is None else min(played, fog)
+
+    def _advance_shown(self, racer: _Racer) -> BoardView | None:
+        """Bring the spectators' copy of a board up to what they may see; ``None`` if unchanged."""
+        if racer.shown is None:
+            racer.shown = Game(self._stock, self.options.ruleset, self.seed)
+        visible = self._visible_moves(racer)
+        if racer.shown.cards_played >= visible:
+            return None
+        for move in racer.game.moves[racer.shown.cards_played : visible]:
+            racer.shown.play(move)
+        return board_view(racer.racer_id, racer.shown)
+
+    def _fogged_board(self, racer: _Racer) -> BoardView:
+        game = Game(self._stock, self.options.ruleset, self.seed)
+        for move in racer.game.moves[: self._visible_moves(racer)]:
+            game.play(move)
+        return board_view(racer.racer_id, game)
+
+    def _finish(self, now: float) -> list[Send]:
+        self.phase = Phase.FINISHED
+        self.result = RaceResult.build(
+            self.race_id,
+            self.seed,
+            self.options.ruleset,
+            [self._racer_result(racer) for racer in self._racers.values()],
+        )
+        sends = self._flush(now)
+        sends.append(Send(Audience.EVERYONE, RaceFinished(self.result)))
+        sends.append(self._changed(now))
+        return sends
+
+    @staticmethod
+    def _racer_result(racer: _Racer) -> RacerResult:
+        game = racer.game
+        assert racer.outcome is not None
+        return RacerResult(
+            racer_id=racer.racer_id,
+            name=racer.name,
+            bot=racer.bot,
+            outcome=racer.outcome,
+            score=game.score,
+            finish_time=racer.finish_time,
+            cards_played=game.cards_played,
+            face_up=game.face_up,
+            face_down=game.face_down,
+            moves=tuple(game.moves),
+        )

@@ -1,0 +1,328 @@
+"""The pure race: commands in, events out, no event loop and no sleeping."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import Card, Game, deal
+from protocol.result import RacerOutcome, verify_result
+from server.race import (
+    Audience,
+    Boards,
+    CardToPlace,
+    MoveAccepted,
+    Phase,
+    Progress,
+    Race,
+    RaceError,
+    RaceErrorCode,
+    RaceFinished,
+    RaceOptions,
+    Send,
+)
+from tests.server.known_games import LOST_SEED, WON_SEED, conformance_game
+
+OPEN = RaceOptions(min_racers=2, max_racers=4, countdown=3.0, progress_interval=0.0)
+
+
+def started_race(seed: str = WON_SEED, options: RaceOptions = OPEN, racers: int = 2) -> Race:
+    race = Race("r1", seed, options)
+    for index in range(racers):
+        race.join(f"p{index}", f"racer {index}", bot=index == 1, now=0.0)
+    race.start(now=10.0)
+    return race
+
+
+def phase(race: Race) -> Phase:
+    """The race's phase, read afresh (so type checkers do not pin it after one assert)."""
+    return race.phase
+
+
+def events_to(sends: list[Send], recipient: object, kind: type) -> list[object]:
+    return [s.event for s in sends if s.to == recipient and isinstance(s.event, kind)]
+
+
+def cards_in(value: object) -> Iterator[Card]:
+    """Every card anywhere inside an event."""
+    if isinstance(value, Card):
+        yield value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            yield from cards_in(getattr(value, item.name))
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from cards_in(item)
+
+
+def test_quick_race_counts_down_at_its_minimum_then_deals_everyone_the_same_first_card() -> None:
+    race = Race("r1", "seed", OPEN)
+    race.join("a", "ann", bot=False, now=0.0)
+    assert phase(race) is Phase.LOBBY
+    race.join("b", "bob", bot=True, now=1.0)
+    assert phase(race) is Phase.COUNTDOWN
+    assert race.next_deadline() == 4.0
+    assert race.tick(now=3.9) == []
+    sends = race.tick(now=4.0)
+    assert phase(race) is Phase.RUNNING and race.started_at == 4.0
+    first = deal("seed")[0]
+    for racer in ("a", "b"):
+        (card,) = events_to(sends, racer, CardToPlace)
+        assert isinstance(card, CardToPlace)
+        assert (card.card, card.move_number, card.targets) == (first, 1, ((0, 0),))
+
+
+def test_a_full_race_starts_at_once() -> None:
+    race = Race("r1", "seed", RaceOptions(min_racers=1, max_racers=2))
+    race.join("a", "ann", bot=False, now=0.0)
+    assert phase(race) is Phase.COUNTDOWN
+    race.join("b", "bob", bot=False, now=0.5)
+    assert phase(race) is Phase.RUNNING
+    with pytest.raises(RaceError) as error:
+        race.join("c", "cy", bot=False, now=0.6)
+    assert error.value.code is RaceErrorCode.RACE_STARTED
+
+
+def test_a_private_race_waits_for_everyone_ready_and_unready_cancels_the_countdown() -> None:
+    race = Race("r1", "seed", RaceOptions(min_racers=2, auto_start=False, public=False))
+    race.join("a", "ann", bot=False, now=0.0)
+    race.join("b", "bob", bot=False, now=0.0)
+    race.set_ready("a", True, now=1.0)
+    assert phase(race) is Phase.LOBBY
+    race.set_ready("b", True, now=2.0)
+    assert phase(race) is Phase.COUNTDOWN
+    race.set_ready("a", False, now=3.0)
+    assert phase(race) is Phase.LOBBY
+    assert race.tick(now=100.0) == []
+    race.set_ready("a", True, now=101.0)
+    race.tick(now=101.0 + race.options.countdown)
+    assert phase(race) is Phase.RUNNING
+
+
+def test_leaving_the_lobby_frees_the_seat_and_stops_the_countdown() -> None:
+    race = Race("r1", "seed", OPEN)
+    race.join("a", "ann", bot=False, now=0.0)
+    race.join("b", "bob", bot=False, now=0.0)
+    race.disconnect("b", now=1.0)
+    assert race.racer_ids == ["a"] and phase(race) is Phase.LOBBY
+
+
+def test_a_legal_move_is_acknowledged_to_the_mover_with_the_next_card() -> None:
+    race = started_race()
+    sends = race.place("p0", 1, (0, 0), now=11.0)
+    (accepted,) = events_to(sends, "p0", MoveAccepted)
+    assert isinstance(accepted, MoveAccepted)
+    assert accepted.card == deal(WON_SEED)[0] and accepted.position == (0, 0)
+    (card,) = events_to(sends, "p0", CardToPlace)
+    assert isinstance(card, CardToPlace) and card.move_number == 2
+    assert events_to(sends, "p1", CardToPlace) == []
+    (progress,) = events_to(sends, Audience.EVERYONE, Progress)
+    assert isinstance(progress, Progress)
+    assert [(line.racer_id, line.cards_played) for line in progress.lines] == [("p0", 1)]
+
+
+def test_an_illegal_move_is_refused_and_changes_nothing() -> None:
+    race = started_race()
+    race.place("p0", 1, (0, 0), now=11.0)
+    before = race.racer_view("p0", now=12.0)
+    with pytest.raises(RaceError) as error:
+        race.place("p0", 2, (3, 3), now=12.0)
+    assert error.value.code is RaceErrorCode.ILLEGAL_MOVE
+    assert "not next to any pile" in error.value.message
+    assert race.racer_view("p0", now=12.0) == before
+    race.place("p0", 2, (0, 1), now=13.0)
+
+
+def test_a_repeated_move_number_is_answered_again_not_applied_twice() -> None:
+    race = started_race()
+    first = race.place("p0", 1, (0, 0), now=11.0)
+    again = race.place("p0", 1, (0, 0), now=12.0)
+    assert [s for s in first if s.to == "p0"] == again
+    # Even with another position: the move was made, the retry only asks what happened.
+    assert race.place("p0", 1, (5, 5), now=12.0) == again
+    (line,) = [line for line in race.progress_lines() if line.racer_id == "p0"]
+    assert line.cards_played == 1
+
+
+@pytest.mark.parametrize("number", [0, 3, -1, 40])
+def test_a_move_number_out_of_turn_is_refused(number: int) -> None:
+    race = started_race()
+    race.place("p0", 1, (0, 0), now=11.0)
+    with pytest.raises(RaceError) as error:
+        race.place("p0", number, (0, 1), now=12.0)
+    assert error.value.code is RaceErrorCode.MOVE_NUMBER
+
+
+def test_moves_before_the_start_or_by_strangers_are_refused() -> None:
+    race = Race("r1", "seed", OPEN)
+    race.join("a", "ann", bot=False, now=0.0)
+    with pytest.raises(RaceError) as error:
+        race.place("a", 1, (0, 0), now=1.0)
+    assert error.value.code is RaceErrorCode.NOT_RUNNING
+    with pytest.raises(RaceError) as error:
+        race.place("zed", 1, (0, 0), now=1.0)
+    assert error.value.code is RaceErrorCode.NOT_A_RACER
+
+
+def play_out(race: Race, racer_id: str, moves: tuple[tuple[int, int], ...], now: float) -> None:
+    for number, move in enumerate(moves, start=1):
+        race.place(racer_id, number, move, now=now + number)
+
+
+def test_a_race_ends_when_everyone_is_done_with_standings_and_the_seed_revealed() -> None:
+    race = started_race(WON_SEED)
+    _, moves = conformance_game(WON_SEED)
+    race.resign("p1", now=12.0)
+    play_out(race, "p0", moves, now=20.0)
+    assert phase(race) is Phase.FINISHED and race.result is not None
+    result = race.result
+    assert result.seed == WON_SEED
+    assert [(e.racer_id, e.outcome) for e in result.racers] == [
+        ("p0", RacerOutcome.WON),
+        ("p1", RacerOutcome.RESIGNED),
+    ]
+    winner = result.racers[0]
+    assert winner.score == 2 and winner.finish_time == 20.0 + len(moves) - 10.0
+    assert winner.moves == moves
+    assert result.racers[1].bot
+    assert verify_result(result).ok
+
+
+def test_the_time_limit_times_out_whoever_is_still_playing() -> None:
+    options = dataclasses.replace(OPEN, time_limit=60.0)
+    race = started_race(LOST_SEED, options)
+    race.place("p0", 1, (0, 0), now=11.0)
+    assert race.next_deadline() == 70.0
+    assert race.tick(now=69.9) == []
+    sends = race.tick(now=70.0)
+    (finished,) = events_to(sends, Audience.EVERYONE, RaceFinished)
+    assert isinstance(finished, RaceFinished)
+    assert [(e.racer_id, e.outcome) for e in finished.result.racers] == [
+        ("p0", RacerOutcome.TIMED_OUT),
+        ("p1", RacerOutcome.TIMED_OUT),
+    ]
+    assert verify_result(finished.result).ok
+
+
+def test_progress_is_coalesced_to_one_update_per_interval_carrying_only_what_changed() -> None:
+    options = dataclasses.replace(OPEN, progress_interval=0.1)
+    race = started_race(options=options, racers=3)
+    first = race.place("p0", 1, (0, 0), now=10.2)
+    assert len(events_to(first, Audience.EVERYONE, Progress)) == 1
+    assert events_to(race.place("p1", 1, (0, 0), now=10.21), Audience.EVERYONE, Progress) == []
+    assert events_to(race.place("p1", 2, (0, 1), now=10.22), Audience.EVERYONE, Progress) == []
+    assert race.next_deadline() == pytest.approx(10.3)
+    assert race.tick(now=10.25) == []
+    (progress,) = events_to(race.tick(now=10.3), Audience.EVERYONE, Progress)
+    assert isinstance(progress, Progress)
+    assert [(line.racer_id, line.cards_played) for line in progress.lines] == [("p1", 2)]
+
+
+def spectator_boards(sends: list[Send]) -> list[Boards]:
+    return [s.event for s in sends if s.to == Audience.SPECTATORS and isinstance(s.event, Boards)]
+
+
+def test_spectators_see_boards_only_up_to_the_fog_line_and_everything_after_the_finish() -> None:
+    race = started_race(WON_SEED)
+    race.add_spectator()
+    _, moves = conformance_game(WON_SEED)
+    sends: list[Send] = []
+    for number, move in enumerate(moves[:5], start=1):
+        sends += race.place("p0", number, move, now=10.0 + number)
+    # p1 has drawn one card only, so nothing of p0's board may show yet.
+    assert race.fog_line == 1
+    shown = spectator_boards(sends)
+    assert shown and all(board.cards_played <= 1 for b in shown for board in b.boards)
+    sends = race.place("p1", 1, (0, 0), now=20.0) + race.place("p1", 2, (0, 1), now=21.0)
+    assert race.fog_line == 3
+    latest = {board.racer_id: board for b in spectator_boards(sends) for board in b.boards}
+    assert latest["p0"].cards_played == 3 and latest["p1"].cards_played == 2
+    (view,) = [e for e in race.spectator_view(now=22.0) if isinstance(e, Boards)]
+    assert {board.racer_id: board.cards_played for board in view.boards} == {"p0": 3, "p1": 2}
+    sends = race.resign("p1", now=30.0)
+    # p0 is the only racer still racing: its own drawn cards are the fog line.
+    assert race.fog_line == 6
+    for number, move in enumerate(moves[5:], start=6):
+        sends += race.place("p0", number, move, now=30.0 + number)
+    assert phase(race) is Phase.FINISHED and race.fog_line is None
+    latest = {board.racer_id: board for b in spectator_boards(sends) for board in b.boards}
+    assert latest["p0"].cards_played == len(moves)
+
+
+def test_without_fog_spectators_see_every_move_at_once() -> None:
+    race = started_race(options=dataclasses.replace(OPEN, fog=False))
+    race.add_spectator()
+    sends = race.place("p0", 1, (0, 0), now=11.0) + race.place("p0", 2, (0, 1), now=12.0)
+    assert spectator_boards(sends)[-1].boards[0].cards_played == 2
+
+
+def drawn(race: Race, racer_id: str) -> set[Card]:
+    """The cards ``racer_id`` has drawn so far: placed ones and the one in hand."""
+    game: Game = race._racers[racer_id].game
+    count = game.cards_played + (1 if game.card is not None else 0)
+    return set(game.stock[:count])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(1, 4))
+def test_nothing_addressed_to_a_racer_holds_a_card_it_has_not_drawn(
+    rng: random.Random, racers: int
+) -> None:
+    options = RaceOptions(min_racers=1, max_racers=racers, progress_interval=0.0)
+    race = Race("r1", "fair", options)
+    ids = [f"p{i}" for i in range(racers)]
+    sends: list[Send] = []
+    for racer_id in ids:
+        sends += race.join(racer_id, racer_id, bot=False, now=0.0)
+    race.add_spectator()
+    now = 1.0
+    while phase(race) is Phase.RUNNING:
+        racer_id = rng.choice(ids)
+        racer = race._racers[racer_id]
+        game = racer.game
+        now += 0.05
+        if racer.outcome is not None:
+            continue
+        if rng.random() < 0.02:
+            sends = race.resign(racer_id, now)
+        else:
+            sends = race.place(racer_id, game.cards_played + 1, rng.choice(game.legal_moves()), now)
+        fog = race.fog_line
+        for send in sends:
+            if isinstance(send.event, RaceFinished):
+                continue
+            if send.to == Audience.SPECTATORS and isinstance(send.event, Boards):
+                assert fog is None or all(b.cards_played <= fog for b in send.event.boards)
+                continue
+            audience = [send.to] if isinstance(send.to, str) else ids
+            for addressee in audience:
+                assert set(cards_in(send.event)) <= drawn(race, addressee), send
+    assert race.result is not None and verify_result(race.result).ok
+
+
+def test_races_sharing_a_seed_deal_the_same_stock_and_replaying_commands_rebuilds_a_race() -> None:
+    _, moves = conformance_game(WON_SEED)
+    results = []
+    for race_id in ("r1", "r2"):
+        race = Race(race_id, WON_SEED, RaceOptions(min_racers=1, max_racers=1))
+        race.join("solo", "sol", bot=False, now=0.0)
+        play_out(race, "solo", moves, now=5.0)
+        assert race.result is not None
+        results.append(race.result)
+    assert results[0].racers == results[1].racers
+
+
+def test_options_out_of_range_are_refused_with_a_reason() -> None:
+    with pytest.raises(ValueError, match="max_racers"):
+        RaceOptions(max_racers=1001)
+    with pytest.raises(ValueError, match="min_racers"):
+        RaceOptions(max_racers=2, min_racers=3)
+    with pytest.raises(ValueError, match="time_limit"):
+        RaceOptions(time_limit=0)
+    options = RaceOptions(max_racers=3, fog=False)
+    assert RaceOptions.from_dict(options.to_dict()) == options
