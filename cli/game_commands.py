@@ -153,6 +153,10 @@ def run_solo(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if not args.lines:
+        from cli.client_commands import run_solo_screen
+
+        return run_solo_screen(args.seed, rules)
     seed = args.seed if args.seed is not None else secrets.token_hex(16)
     return play_lines(Game.new(seed, rules), input, sys.stdout)
 

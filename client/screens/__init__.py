@@ -1,0 +1,1 @@
+"""The screens of the client: solo, lobby, waiting room, race, results, watch."""

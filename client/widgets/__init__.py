@@ -1,0 +1,1 @@
+"""The widgets every screen is built from."""
