@@ -165,3 +165,16 @@ async def test_quit_leaves_the_app() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("q")
     assert app.return_value == 0
+
+
+async def test_the_hint_moves_the_cursor_to_the_default_bots_choice() -> None:
+    async with solo_app("vector-5").run_test(size=(80, 24)) as pilot:
+        screen = pilot.app.screen
+        assert isinstance(screen, SoloScreen)
+        grid = screen.query_one(GridView)
+        await pilot.press("enter", "enter")
+        await pilot.press("question_mark")
+        assert grid.cursor in screen.game.legal_moves()
+        assert screen.message.startswith(f"Hint: r{grid.cursor[0]}c{grid.cursor[1]}")
+        await pilot.press("enter")
+        assert screen.game.cards_played == 3
