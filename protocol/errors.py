@@ -1,0 +1,154 @@
+"""Error codes, websocket close codes, and :class:`ProtocolError`.
+
+Error codes are stable strings: a client may switch on them. Each has a sentence a
+person can act on (:attr:`ErrorCode.sentence`) and, when the error ends the connection,
+the close code the server uses (:attr:`ErrorCode.close_code`).
+
+>>> ErrorCode.VERSION_MISMATCH.close_code
+<CloseCode.VERSION_MISMATCH: 4001>
+>>> str(ProtocolError(ErrorCode.BAD_MESSAGE, "place.row must be an integer from -5 to 5, not 9"))
+'place.row must be an integer from -5 to 5, not 9'
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum, StrEnum
+
+
+class CloseCode(IntEnum):
+    """The websocket close codes the server uses (RFC 6455 codes, then 4000+ app codes)."""
+
+    NORMAL = 1000
+    """The session ended normally (the client said goodbye, or the server closed it cleanly)."""
+    GOING_AWAY = 1001
+    """The server is shutting down (SIGTERM); reconnect later with your resume token."""
+    POLICY_VIOLATION = 1008
+    """The client broke a rule not covered by a more specific code."""
+    MESSAGE_TOO_BIG = 1009
+    """A frame was larger than the limit."""
+    INTERNAL_ERROR = 1011
+    """The server failed; the session can be resumed with its token."""
+    PROTOCOL_ERROR = 4000
+    """Too many malformed frames or messages on this connection."""
+    VERSION_MISMATCH = 4001
+    """``hello`` asked for a protocol version the server does not speak."""
+    INVALID_TOKEN = 4002
+    """``hello`` carried a resume token the server does not know (or that expired)."""
+    HANDSHAKE_TIMEOUT = 4003
+    """No ``hello`` arrived in time after the connection opened."""
+    IDLE_TIMEOUT = 4004
+    """Nothing arrived (not even a pong) for too long."""
+    RATE_LIMITED = 4005
+    """The client kept sending faster than the rate limit after being warned."""
+    REPLACED = 4006
+    """The same session was resumed on another connection; this one is closed."""
+
+
+class ErrorCode(StrEnum):
+    """The stable code of an ``error`` message. The value is what travels on the wire."""
+
+    BAD_FRAME = "bad_frame"
+    FRAME_TOO_LARGE = "frame_too_large"
+    BAD_MESSAGE = "bad_message"
+    UNKNOWN_TYPE = "unknown_type"
+    VERSION_MISMATCH = "version_mismatch"
+    HELLO_REQUIRED = "hello_required"
+    ALREADY_WELCOMED = "already_welcomed"
+    INVALID_TOKEN = "invalid_token"
+    NAME_TAKEN = "name_taken"
+    WRONG_ROLE = "wrong_role"
+    NOT_IN_RACE = "not_in_race"
+    ALREADY_IN_RACE = "already_in_race"
+    RACE_NOT_FOUND = "race_not_found"
+    RACE_FULL = "race_full"
+    RACE_STARTED = "race_started"
+    RACE_NOT_RUNNING = "race_not_running"
+    SPECTATORS_NOT_ALLOWED = "spectators_not_allowed"
+    ILLEGAL_MOVE = "illegal_move"
+    WRONG_MOVE_NUMBER = "wrong_move_number"
+    GAME_OVER = "game_over"
+    RATE_LIMITED = "rate_limited"
+    SERVER_BUSY = "server_busy"
+    SHUTTING_DOWN = "shutting_down"
+    INTERNAL_ERROR = "internal_error"
+
+    @property
+    def sentence(self) -> str:
+        """What the code means, for a person (the ``message`` says what exactly)."""
+        return _SENTENCES[self]
+
+    @property
+    def close_code(self) -> CloseCode | None:
+        """The close code when this error ends the connection; ``None`` if it does not."""
+        return _CLOSES.get(self)
+
+
+_SENTENCES: dict[ErrorCode, str] = {
+    ErrorCode.BAD_FRAME: "The frame is not one msgpack map (or is a text frame).",
+    ErrorCode.FRAME_TOO_LARGE: "The frame is larger than the server accepts.",
+    ErrorCode.BAD_MESSAGE: "A field is missing, unknown, of the wrong type or out of range.",
+    ErrorCode.UNKNOWN_TYPE: "The message type is not one this side accepts.",
+    ErrorCode.VERSION_MISMATCH: "The client speaks another protocol version than the server.",
+    ErrorCode.HELLO_REQUIRED: "The first message on a connection must be hello.",
+    ErrorCode.ALREADY_WELCOMED: "This connection already sent hello.",
+    ErrorCode.INVALID_TOKEN: "The resume token is unknown or expired; say hello without it.",
+    ErrorCode.NAME_TAKEN: "Another connected player uses that name.",
+    ErrorCode.WRONG_ROLE: "A spectator cannot race, and a racer cannot do this.",
+    ErrorCode.NOT_IN_RACE: "You are not in that race.",
+    ErrorCode.ALREADY_IN_RACE: "You are already in a race; leave it first.",
+    ErrorCode.RACE_NOT_FOUND: "No race has that code.",
+    ErrorCode.RACE_FULL: "The race already has its maximum number of racers.",
+    ErrorCode.RACE_STARTED: "The race has started; nobody can join it now.",
+    ErrorCode.RACE_NOT_RUNNING: "The race is not running (not started yet, or over).",
+    ErrorCode.SPECTATORS_NOT_ALLOWED: "That race does not allow spectators.",
+    ErrorCode.ILLEGAL_MOVE: "The rules do not allow that move; nothing changed.",
+    ErrorCode.WRONG_MOVE_NUMBER: "The move number is not the one the server expects next.",
+    ErrorCode.GAME_OVER: "Your game in this race is over (won, lost, resigned or out of time).",
+    ErrorCode.RATE_LIMITED: "Too many messages; slow down.",
+    ErrorCode.SERVER_BUSY: "The server is at capacity; try again later.",
+    ErrorCode.SHUTTING_DOWN: "The server is shutting down; reconnect later.",
+    ErrorCode.INTERNAL_ERROR: "The server failed to handle the message.",
+}
+
+_CLOSES: dict[ErrorCode, CloseCode] = {
+    ErrorCode.FRAME_TOO_LARGE: CloseCode.MESSAGE_TOO_BIG,
+    ErrorCode.VERSION_MISMATCH: CloseCode.VERSION_MISMATCH,
+    ErrorCode.INVALID_TOKEN: CloseCode.INVALID_TOKEN,
+    ErrorCode.SHUTTING_DOWN: CloseCode.GOING_AWAY,
+}
+
+
+class ProtocolError(Exception):
+    """A frame or message that breaks the protocol, or a request the server refuses.
+
+    ``message`` is a sentence naming the offending field. When the bad frame could be
+    read far enough, ``in_reply_to`` is its ``type`` and ``reply_to`` its ``id``, so
+    that the ``error`` sent back can say what it answers.
+    """
+
+    code: ErrorCode
+    message: str
+    in_reply_to: str | None
+    reply_to: int | None
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        in_reply_to: str | None = None,
+        reply_to: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.in_reply_to = in_reply_to
+        self.reply_to = reply_to
+
+    @property
+    def close_code(self) -> CloseCode | None:
+        """The close code if this error ends the connection (see :class:`ErrorCode`)."""
+        return self.code.close_code
+
+    def __repr__(self) -> str:
+        return f"ProtocolError({self.code.value!r}, {self.message!r})"

@@ -1,0 +1,744 @@
+"""Every message of the protocol, as frozen dataclasses, with the wire spec of each field.
+
+Each message class has a ``TYPE``: the string in the frame's ``type`` field. Fields are
+keyword-only; optional fields default to ``None`` (or to the documented default) and may
+be left out on the wire. Cards are :class:`engine.Card` here and card ids (0..39) on the
+wire; positions are ``(row, col)`` tuples here and ``[row, col]`` arrays on the wire;
+lists are tuples here and arrays on the wire.
+
+>>> Place(race="K7QX", move=1, row=0, col=0).position
+(0, 0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar
+
+from engine import Card, LossReason, Position, Ruleset
+from protocol.errors import ErrorCode
+from protocol.limits import PROTOCOL_VERSION
+from protocol.schema import (
+    Array,
+    Bool,
+    CardSpec,
+    Choice,
+    Int,
+    Optional,
+    PositionSpec,
+    RulesetSpec,
+    Str,
+    Struct,
+    register,
+)
+
+# ------------------------------------------------------------------ enums
+
+
+class Role(StrEnum):
+    """What a connection is for, said once in ``hello``."""
+
+    PLAYER = "player"
+    SPECTATOR = "spectator"
+
+
+class RaceState(StrEnum):
+    """Where a race is in its life: lobby -> countdown -> running -> finished."""
+
+    LOBBY = "lobby"
+    COUNTDOWN = "countdown"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+class RacerStatus(StrEnum):
+    """Where one racer stands in a race."""
+
+    WAITING = "waiting"
+    """In the lobby or countdown: the race has not started."""
+    PLAYING = "playing"
+    WON = "won"
+    LOST = "lost"
+    RESIGNED = "resigned"
+    TIMED_OUT = "timed_out"
+    """Still playing when the race's time limit passed."""
+
+
+class SeedPolicy(StrEnum):
+    """How the server draws a race's seed."""
+
+    RANDOM = "random"
+    """Any seed: some deals cannot be won."""
+    WINNABLE = "winnable"
+    """A seed the server has checked can be won."""
+
+
+# ------------------------------------------------------------ common specs
+
+UINT32 = Int(0, 2**32 - 1)
+#: Milliseconds: server clock times (Unix epoch) and durations. 2**53 - 1 keeps them exact
+#: in JavaScript numbers.
+MILLIS = Int(0, 2**53 - 1)
+RACE_CODE = Str(1, 32, r"[A-Za-z0-9_-]+")
+NAME = Str(1, 32, text=True)
+TOKEN = Str(16, 128, r"[A-Za-z0-9_-]+")
+MOVE = Int(1, 40)
+COORD = Int(-5, 5)
+CARDS_40 = Int(0, 40)
+PILES_36 = Int(0, 36)
+SCORE = Optional(Int(0, 39))
+MAX_RACERS = 1000
+REQUEST_ID = Optional(UINT32)
+COMMITMENT = Str(64, 64, r"[0-9a-f]+")
+
+
+# ------------------------------------------------------------- value types
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RaceOptions:
+    """What a race's host chooses (``create_race``); quick races use the defaults."""
+
+    max_racers: int = 8
+    min_racers: int = 2
+    time_limit: int | None = 600
+    """Seconds from the start until unfinished racers time out; ``None`` for no limit."""
+    ruleset: Ruleset = field(default_factory=Ruleset)
+    spectators: bool = True
+    fog: bool = True
+    public: bool = False
+    seed_policy: SeedPolicy = SeedPolicy.RANDOM
+
+
+def _check_options(options: RaceOptions) -> str | None:
+    if options.min_racers > options.max_racers:
+        return (
+            f"min_racers ({options.min_racers}) must not be above "
+            f"max_racers ({options.max_racers})"
+        )
+    return None
+
+
+register(
+    RaceOptions,
+    check=_check_options,
+    max_racers=Int(1, MAX_RACERS),
+    min_racers=Int(1, MAX_RACERS),
+    time_limit=Optional(Int(1, 86_400)),
+    ruleset=RulesetSpec(),
+    spectators=Bool(),
+    fog=Bool(),
+    public=Bool(),
+    seed_policy=Choice(SeedPolicy),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerInfo:
+    """Which server answered: software name and version."""
+
+    name: str
+    version: str
+
+
+register(ServerInfo, name=Str(1, 64), version=Str(1, 64))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgressEntry:
+    """One racer's public progress: counts only, never cards."""
+
+    racer: int
+    played: int
+    """Cards placed so far."""
+    face_up: int
+    face_down: int
+    status: RacerStatus
+    score: int | None = None
+    """Stock left when the racer won; ``None`` otherwise."""
+    finished_at: int | None = None
+    """Milliseconds from the race start to the racer's end (won, lost, resigned)."""
+    reason: LossReason | None = None
+    """Why the game was lost, when it was."""
+
+
+register(
+    ProgressEntry,
+    racer=UINT32,
+    played=CARDS_40,
+    face_up=PILES_36,
+    face_down=PILES_36,
+    status=Choice(RacerStatus),
+    score=SCORE,
+    finished_at=Optional(MILLIS),
+    reason=Optional(Choice(LossReason)),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RacerInfo:
+    """One racer as the race snapshot shows it."""
+
+    racer: int
+    name: str
+    bot: bool
+    ready: bool
+    connected: bool
+    progress: ProgressEntry
+
+
+register(
+    RacerInfo,
+    racer=UINT32,
+    name=NAME,
+    bot=Bool(),
+    ready=Bool(),
+    connected=Bool(),
+    progress=Struct(ProgressEntry),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flip:
+    """A top card that turned over: wire form ``[row, col, face_up]``."""
+
+    row: int
+    col: int
+    face_up: bool
+
+    @property
+    def position(self) -> Position:
+        return (self.row, self.col)
+
+
+register(Flip, as_array=True, row=COORD, col=COORD, face_up=Bool())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PileView:
+    """A pile as shown: wire form ``[row, col, face_up, [card, ...]]``, cards bottom first."""
+
+    row: int
+    col: int
+    face_up: bool
+    cards: tuple[Card, ...]
+
+    @property
+    def position(self) -> Position:
+        return (self.row, self.col)
+
+
+register(
+    PileView,
+    as_array=True,
+    row=COORD,
+    col=COORD,
+    face_up=Bool(),
+    cards=Array(CardSpec(), 10, low=1),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RacerBoard:
+    """One racer's board as shown: the piles after its first ``shown`` moves."""
+
+    racer: int
+    shown: int
+    """How many of the racer's moves the piles show (the fog line, or all of them)."""
+    piles: tuple[PileView, ...]
+
+
+register(RacerBoard, racer=UINT32, shown=CARDS_40, piles=Array(Struct(PileView), 36))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Standing:
+    """One line of a race's result, best first."""
+
+    place: int
+    """1 for the winner."""
+    racer: int
+    name: str
+    bot: bool
+    status: RacerStatus
+    score: int | None
+    played: int
+    face_up: int
+    face_down: int
+    finished_at: int | None
+    moves: tuple[Position, ...]
+    """Every position the racer played, in order: with the seed, this replays its game."""
+
+
+register(
+    Standing,
+    place=Int(1, MAX_RACERS),
+    racer=UINT32,
+    name=NAME,
+    bot=Bool(),
+    status=Choice(RacerStatus),
+    score=SCORE,
+    played=CARDS_40,
+    face_up=PILES_36,
+    face_down=PILES_36,
+    finished_at=Optional(MILLIS),
+    moves=Array(PositionSpec(), 40),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RaceSummary:
+    """An open public race, as a lobby lists it."""
+
+    race: str
+    state: RaceState
+    racers: int
+    max_racers: int
+    min_racers: int
+    time_limit: int | None
+    ruleset: Ruleset
+    spectators: bool
+    fog: bool
+
+
+register(
+    RaceSummary,
+    race=RACE_CODE,
+    state=Choice(RaceState),
+    racers=Int(0, MAX_RACERS),
+    max_racers=Int(1, MAX_RACERS),
+    min_racers=Int(1, MAX_RACERS),
+    time_limit=Optional(Int(1, 86_400)),
+    ruleset=RulesetSpec(),
+    spectators=Bool(),
+    fog=Bool(),
+)
+
+
+# ------------------------------------------------------ client -> server
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hello:
+    """The first message on every connection. A program playing must set ``bot``."""
+
+    TYPE: ClassVar[str] = "hello"
+    protocol_version: int = PROTOCOL_VERSION
+    name: str
+    bot: bool
+    role: Role = Role.PLAYER
+    resume: str | None = None
+    """A resume token from an earlier ``welcome``: continue that session."""
+    client: str | None = None
+    """The client software and version, for logs (``"foursquare-tui/0.1"``)."""
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuickRace:
+    """Join an open public race with the default options, or open one."""
+
+    TYPE: ClassVar[str] = "quick_race"
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateRace:
+    """Open a race with these options; you join it as its first racer."""
+
+    TYPE: ClassVar[str] = "create_race"
+    options: RaceOptions = field(default_factory=RaceOptions)
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinRace:
+    """Join the race with this code (before it starts)."""
+
+    TYPE: ClassVar[str] = "join_race"
+    race: str
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaveRace:
+    """Leave a race in the lobby, or stop watching it. (To give up a running race: resign.)"""
+
+    TYPE: ClassVar[str] = "leave_race"
+    race: str
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListRaces:
+    """Ask for the open public races (answered by ``races``)."""
+
+    TYPE: ClassVar[str] = "list_races"
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ready:
+    """Say you are ready (or no longer ready) to start."""
+
+    TYPE: ClassVar[str] = "ready"
+    race: str
+    ready: bool = True
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Place:
+    """Place the card of move ``move`` at ``(row, col)``. Resending the same move is safe."""
+
+    TYPE: ClassVar[str] = "place"
+    race: str
+    move: int
+    row: int
+    col: int
+    id: int | None = None
+
+    @property
+    def position(self) -> Position:
+        return (self.row, self.col)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resign:
+    """Give up your game in a running race."""
+
+    TYPE: ClassVar[str] = "resign"
+    race: str
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spectate:
+    """Watch a race: boards (behind the fog line) and progress."""
+
+    TYPE: ClassVar[str] = "spectate"
+    race: str
+    id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ping:
+    """Ask for the server's clock (answered by ``pong``)."""
+
+    TYPE: ClassVar[str] = "ping"
+    id: int | None = None
+
+
+register(
+    Hello,
+    protocol_version=Int(1, 65_535),
+    name=NAME,
+    bot=Bool(),
+    role=Choice(Role),
+    resume=Optional(TOKEN),
+    client=Optional(Str(1, 64, text=True)),
+    id=REQUEST_ID,
+)
+register(QuickRace, id=REQUEST_ID)
+register(CreateRace, options=Struct(RaceOptions), id=REQUEST_ID)
+register(JoinRace, race=RACE_CODE, id=REQUEST_ID)
+register(LeaveRace, race=RACE_CODE, id=REQUEST_ID)
+register(ListRaces, id=REQUEST_ID)
+register(Ready, race=RACE_CODE, ready=Bool(), id=REQUEST_ID)
+register(Place, race=RACE_CODE, move=MOVE, row=COORD, col=COORD, id=REQUEST_ID)
+register(Resign, race=RACE_CODE, id=REQUEST_ID)
+register(Spectate, race=RACE_CODE, id=REQUEST_ID)
+register(Ping, id=REQUEST_ID)
+
+
+# ------------------------------------------------------ server -> client
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Welcome:
+    """The answer to ``hello``: who you are now, and the token to resume with."""
+
+    TYPE: ClassVar[str] = "welcome"
+    session: str
+    resume: str
+    """Secret: send it in a later ``hello`` to continue this session. Never shown to others."""
+    name: str
+    """Your name as the server uses it."""
+    role: Role
+    bot: bool
+    protocol_version: int
+    server: ServerInfo
+    server_time: int
+    resumed: bool = False
+    """True when ``hello`` resumed an earlier session (the race state follows)."""
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Error:
+    """A request refused or a message not understood."""
+
+    TYPE: ClassVar[str] = "error"
+    code: ErrorCode
+    message: str
+    in_reply_to: str | None = None
+    """The ``type`` of the message this answers, when it could be read."""
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ok:
+    """A request done that has no other answer (``ready``, ``leave_race``, ``resign``)."""
+
+    TYPE: ClassVar[str] = "ok"
+    in_reply_to: str
+    race: str | None = None
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RaceSnapshot:
+    """The whole public state of a race; sent on joining, and whenever the lobby changes."""
+
+    TYPE: ClassVar[str] = "race"
+    race: str
+    state: RaceState
+    options: RaceOptions
+    commitment: str
+    """Hex SHA-256 commitment to the seed (``engine.commitment``), published before the start."""
+    racers: tuple[RacerInfo, ...]
+    spectators: int
+    server_time: int
+    you: int | None = None
+    """Your racer id in this race; ``None`` when you watch it."""
+    starts_at: int | None = None
+    """Server time (ms) when the countdown ends; set in ``countdown`` and later."""
+    started_at: int | None = None
+    ends_at: int | None = None
+    """Server time (ms) when the time limit passes, if the race has one and has started."""
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardToPlace:
+    """The card you must place now, and where it may go. Sent only for the current move."""
+
+    TYPE: ClassVar[str] = "card"
+    race: str
+    move: int
+    card: Card
+    targets: tuple[Position, ...]
+    stock_left: int
+    """Cards still in the stock after this one."""
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MovePlaced:
+    """Your move was accepted: where the card went, what flipped, and how you stand."""
+
+    TYPE: ClassVar[str] = "placed"
+    race: str
+    move: int
+    card: Card
+    position: Position
+    flips: tuple[Flip, ...]
+    face_up: int
+    face_down: int
+    stock_left: int
+    status: RacerStatus
+    score: int | None = None
+    reason: LossReason | None = None
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Progress:
+    """Progress of the racers that changed since the last update (coalesced in big races)."""
+
+    TYPE: ClassVar[str] = "progress"
+    race: str
+    racers: tuple[ProgressEntry, ...]
+    server_time: int
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Boards:
+    """Boards as a spectator may see them (or your own board, after a resume)."""
+
+    TYPE: ClassVar[str] = "board"
+    race: str
+    boards: tuple[RacerBoard, ...]
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RaceFinished:
+    """The result: standings, the revealed seed, and every racer's moves to check it."""
+
+    TYPE: ClassVar[str] = "finished"
+    race: str
+    seed: str
+    commitment: str
+    ruleset: Ruleset
+    standings: tuple[Standing, ...]
+    started_at: int
+    ended_at: int
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RaceList:
+    """The open public races (the answer to ``list_races``)."""
+
+    TYPE: ClassVar[str] = "races"
+    races: tuple[RaceSummary, ...]
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pong:
+    """The answer to ``ping``: the server's clock, to turn server times into local ones."""
+
+    TYPE: ClassVar[str] = "pong"
+    server_time: int
+    reply_to: int | None = None
+
+
+MESSAGE_TYPE = Str(1, 32, r"[a-z_]+")
+SERVER_TIME = MILLIS
+
+register(
+    Welcome,
+    session=Str(1, 64, r"[A-Za-z0-9_-]+"),
+    resume=TOKEN,
+    name=NAME,
+    role=Choice(Role),
+    bot=Bool(),
+    protocol_version=Int(1, 65_535),
+    server=Struct(ServerInfo),
+    server_time=SERVER_TIME,
+    resumed=Bool(),
+    reply_to=REQUEST_ID,
+)
+register(
+    Error,
+    code=Choice(ErrorCode),
+    message=Str(0, 1000),
+    in_reply_to=Optional(MESSAGE_TYPE),
+    reply_to=REQUEST_ID,
+)
+register(Ok, in_reply_to=MESSAGE_TYPE, race=Optional(RACE_CODE), reply_to=REQUEST_ID)
+register(
+    RaceSnapshot,
+    race=RACE_CODE,
+    state=Choice(RaceState),
+    options=Struct(RaceOptions),
+    commitment=COMMITMENT,
+    racers=Array(Struct(RacerInfo), MAX_RACERS),
+    spectators=Int(0, 1_000_000),
+    server_time=SERVER_TIME,
+    you=Optional(UINT32),
+    starts_at=Optional(MILLIS),
+    started_at=Optional(MILLIS),
+    ends_at=Optional(MILLIS),
+    reply_to=REQUEST_ID,
+)
+register(
+    CardToPlace,
+    race=RACE_CODE,
+    move=MOVE,
+    card=CardSpec(),
+    targets=Array(PositionSpec(), 121),
+    stock_left=Int(0, 39),
+    reply_to=REQUEST_ID,
+)
+register(
+    MovePlaced,
+    race=RACE_CODE,
+    move=MOVE,
+    card=CardSpec(),
+    position=PositionSpec(),
+    flips=Array(Struct(Flip), 20),
+    face_up=PILES_36,
+    face_down=PILES_36,
+    stock_left=Int(0, 39),
+    status=Choice(RacerStatus),
+    score=SCORE,
+    reason=Optional(Choice(LossReason)),
+    reply_to=REQUEST_ID,
+)
+register(
+    Progress,
+    race=RACE_CODE,
+    racers=Array(Struct(ProgressEntry), MAX_RACERS),
+    server_time=SERVER_TIME,
+    reply_to=REQUEST_ID,
+)
+register(Boards, race=RACE_CODE, boards=Array(Struct(RacerBoard), MAX_RACERS), reply_to=REQUEST_ID)
+register(
+    RaceFinished,
+    race=RACE_CODE,
+    seed=Str(1, 256),
+    commitment=COMMITMENT,
+    ruleset=RulesetSpec(),
+    standings=Array(Struct(Standing), MAX_RACERS),
+    started_at=MILLIS,
+    ended_at=MILLIS,
+    reply_to=REQUEST_ID,
+)
+register(RaceList, races=Array(Struct(RaceSummary), MAX_RACERS), reply_to=REQUEST_ID)
+register(Pong, server_time=SERVER_TIME, reply_to=REQUEST_ID)
+
+
+# ------------------------------------------------------------- the unions
+
+ClientMessage = (
+    Hello
+    | QuickRace
+    | CreateRace
+    | JoinRace
+    | LeaveRace
+    | ListRaces
+    | Ready
+    | Place
+    | Resign
+    | Spectate
+    | Ping
+)
+"""Any message a client sends."""
+
+ServerMessage = (
+    Welcome
+    | Error
+    | Ok
+    | RaceSnapshot
+    | CardToPlace
+    | MovePlaced
+    | Progress
+    | Boards
+    | RaceFinished
+    | RaceList
+    | Pong
+)
+"""Any message the server sends."""
+
+Message = ClientMessage | ServerMessage
+
+#: Message classes by wire type, one table per direction.
+CLIENT_MESSAGES: dict[str, type[ClientMessage]] = {
+    cls.TYPE: cls
+    for cls in (
+        Hello, QuickRace, CreateRace, JoinRace, LeaveRace, ListRaces, Ready, Place, Resign,
+        Spectate, Ping,
+    )
+}
+SERVER_MESSAGES: dict[str, type[ServerMessage]] = {
+    cls.TYPE: cls
+    for cls in (
+        Welcome, Error, Ok, RaceSnapshot, CardToPlace, MovePlaced, Progress, Boards,
+        RaceFinished, RaceList, Pong,
+    )
+}
