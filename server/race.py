@@ -274,6 +274,69 @@ class Send:
     event: Event
 
 
+# ---------------------------------------------------------------- commands
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """A racer takes a seat (before the start)."""
+
+    racer_id: str
+    name: str
+    bot: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Leave:
+    """A racer leaves: before the start the seat is freed, afterwards it resigns."""
+
+    racer_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetReady:
+    """A racer says it is ready (or no longer)."""
+
+    racer_id: str
+    ready: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start the race now, whoever is in it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Time passes: countdowns end, progress is flushed, the time limit bites."""
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A racer places its card: move ``move_number`` (from 1) at ``position``."""
+
+    racer_id: str
+    move_number: int
+    position: Position
+
+
+@dataclass(frozen=True, slots=True)
+class Resign:
+    """A racer gives up."""
+
+    racer_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """A racer's connection dropped."""
+
+    racer_id: str
+
+
+Command = Join | Leave | SetReady | Start | Tick | Place | Resign | Disconnect
+
+
 # -------------------------------------------------------------------- race
 
 
@@ -348,6 +411,8 @@ class Race:
         self._dirty: dict[str, None] = {}
         self._last_flush = float("-inf")
         self._spectators = 0
+        self.revision = 0
+        """Grows with every change of state, so callers know what to journal."""
 
     # ------------------------------------------------------------- reading
 
@@ -446,6 +511,27 @@ class Race:
 
     # ------------------------------------------------------------ commands
 
+    def apply(self, command: Command, now: float) -> list[Send]:
+        """Carry out ``command`` at time ``now``: the one entry point for the shell and for
+        the journal's replay. :attr:`revision` grows when the command changed the race."""
+        match command:
+            case Join(racer_id, name, bot):
+                return self.join(racer_id, name, bot, now)
+            case Leave(racer_id):
+                return self.leave(racer_id, now)
+            case SetReady(racer_id, ready):
+                return self.set_ready(racer_id, ready, now)
+            case Start():
+                return self.start(now)
+            case Tick():
+                return self.tick(now)
+            case Place(racer_id, move_number, position):
+                return self.place(racer_id, move_number, position, now)
+            case Resign(racer_id):
+                return self.resign(racer_id, now)
+            case Disconnect(racer_id):
+                return self.disconnect(racer_id, now)
+
     def join(self, racer_id: str, name: str, bot: bool, now: float) -> list[Send]:
         """Add a racer before the start; may begin the countdown or, when full, start."""
         if racer_id in self._racers:
@@ -456,6 +542,7 @@ class Race:
             raise RaceError(RaceErrorCode.RACE_FULL, "this race is full")
         game = Game(self._stock, self.options.ruleset, self.seed)
         self._racers[racer_id] = _Racer(racer_id, name, bot, game)
+        self.revision += 1
         return self._lobby_changed(now)
 
     def leave(self, racer_id: str, now: float) -> list[Send]:
@@ -464,6 +551,7 @@ class Race:
         if self.phase in (Phase.RUNNING, Phase.FINISHED):
             return self.resign(racer_id, now)
         del self._racers[racer_id]
+        self.revision += 1
         return self._lobby_changed(now)
 
     def set_ready(self, racer_id: str, ready: bool, now: float) -> list[Send]:
@@ -472,6 +560,7 @@ class Race:
         if self.phase not in (Phase.LOBBY, Phase.COUNTDOWN):
             raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
         racer.ready = ready
+        self.revision += 1
         return self._lobby_changed(now)
 
     def start(self, now: float) -> list[Send]:
@@ -480,6 +569,7 @@ class Race:
             raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
         self.phase = Phase.RUNNING
         self.started_at = now
+        self.revision += 1
         self._last_flush = now
         sends = [Send(Audience.EVERYONE, Started(now)), self._changed(now)]
         for racer in self._racers.values():
@@ -500,6 +590,7 @@ class Race:
             return []
         ends_at = self.ends_at
         if ends_at is not None and now >= ends_at:
+            self.revision += 1
             for racer in self._racers.values():
                 if racer.outcome is None:
                     racer.outcome = RacerOutcome.TIMED_OUT
@@ -533,6 +624,7 @@ class Race:
             events = racer.game.play(position)
         except IllegalMove as error:
             raise RaceError(RaceErrorCode.ILLEGAL_MOVE, str(error)) from None
+        self.revision += 1
         if racer.game.status is not Status.PLAYING:
             racer.outcome = (
                 RacerOutcome.WON if racer.game.status is Status.WON else RacerOutcome.LOST
@@ -557,6 +649,7 @@ class Race:
         if racer.outcome is not None:
             raise RaceError(RaceErrorCode.NOT_RACING, f"your race is over ({racer.outcome.value})")
         racer.outcome = RacerOutcome.RESIGNED
+        self.revision += 1
         racer.finish_time = now - (self.started_at or now)
         self._dirty[racer_id] = None
         return self._after_progress(now)

@@ -1,0 +1,149 @@
+"""The journal on real SQLite files: durability, group commit, and recovery by replay."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from server.journal import (
+    CommandRecord,
+    Journal,
+    PlayerRecord,
+    RaceOpened,
+    ResultRecord,
+    StoredRace,
+    command_from_json,
+    command_to_json,
+    rebuild,
+)
+from server.race import (
+    Command,
+    Disconnect,
+    Join,
+    Leave,
+    Phase,
+    Place,
+    Race,
+    RaceOptions,
+    Resign,
+    SetReady,
+    Start,
+    Tick,
+)
+from tests.server.known_games import WON_SEED, conformance_game
+
+OPTIONS = RaceOptions(min_racers=2, max_racers=3, countdown=2.0, progress_interval=0.0)
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[Journal]:
+    journal = Journal(tmp_path / "journal.db")
+    yield journal
+    journal.close()
+
+
+def journaled(journal: Journal, race: Race, command: Command, now: float) -> None:
+    """Apply ``command`` the way the server does: journal it when it changed the race."""
+    revision = race.revision
+    race.apply(command, now)
+    if race.revision != revision and not isinstance(command, Tick):
+        journal.write_now(CommandRecord(race.race_id, command, now))
+
+
+def test_the_journal_is_in_wal_mode(journal: Journal) -> None:
+    with sqlite3.connect(journal.path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        Join("p1", "ann ü", True),
+        Leave("p1"),
+        SetReady("p1", True),
+        Start(),
+        Tick(),
+        Place("p1", 3, (-1, 2)),
+        Resign("p1"),
+        Disconnect("p1"),
+    ],
+)
+def test_every_command_round_trips_through_its_stored_form(command: Command) -> None:
+    assert command_from_json(command_to_json(command)) == command
+
+
+def test_an_unfinished_race_is_rebuilt_exactly_by_replaying_its_commands(
+    journal: Journal,
+) -> None:
+    race = Race("r1", WON_SEED, OPTIONS, code="ABCD")
+    journal.write_now(
+        PlayerRecord("p1", b"h1", "ann", False, 0.0),
+        RaceOpened("r1", WON_SEED, OPTIONS, "ABCD", 0.0),
+    )
+    journaled(journal, race, Join("p1", "ann", False), 1.0)
+    journaled(journal, race, Join("p2", "bob", True), 2.0)
+    journaled(journal, race, Start(), 4.0)
+    _, moves = conformance_game(WON_SEED)
+    for number, move in enumerate(moves[:10], start=1):
+        journaled(journal, race, Place("p1", number, move), 4.0 + number)
+    journaled(journal, race, Place("p1", 3, moves[2]), 20.0)  # a retry: nothing to journal
+    journaled(journal, race, Resign("p2"), 21.0)
+    journal.close()
+
+    recovered = Journal.load(journal.path)
+    assert [p.player_id for p in recovered.players] == ["p1"]
+    (stored,) = recovered.races
+    assert len(stored.commands) == 2 + 1 + 10 + 1
+    rebuilt = rebuild(stored)
+    assert rebuilt.phase is Phase.RUNNING and rebuilt.code == "ABCD"
+    assert rebuilt.progress_lines() == race.progress_lines()
+    assert rebuilt.racer_view("p1", now=30.0) == race.racer_view("p1", now=30.0)
+
+
+def test_a_finished_race_is_not_recovered_and_its_result_can_be_read_back(
+    journal: Journal,
+) -> None:
+    race = Race("r2", WON_SEED, RaceOptions(min_racers=1, max_racers=1))
+    journal.write_now(RaceOpened("r2", WON_SEED, race.options, None, 0.0))
+    journaled(journal, race, Join("p1", "ann", False), 1.0)
+    journaled(journal, race, Resign("p1"), 2.0)
+    assert race.result is not None
+    journal.write_now(ResultRecord("r2", race.result, 2.0))
+    assert Journal.load(journal.path).races == ()
+    assert Journal.load_result(journal.path, "r2") == race.result
+    assert Journal.load_result(journal.path, "nope") is None
+
+
+async def test_writes_from_the_event_loop_are_grouped_into_few_transactions(
+    journal: Journal,
+) -> None:
+    journal.write_now(RaceOpened("r3", "s", OPTIONS, None, 0.0))
+    writes = [
+        journal.write(CommandRecord("r3", Place("p", n, (0, 0)), float(n))) for n in range(300)
+    ]
+    await asyncio.gather(*writes)
+    assert journal.records_committed == 301
+    # 300 writes queued at once cannot each have had a transaction of their own.
+    assert journal.batches_committed < 300
+    recovered = Journal.load(journal.path)
+    assert len(recovered.races[0].commands) == 300
+
+
+def test_a_failed_write_is_reported_and_the_journal_keeps_working(journal: Journal) -> None:
+    journal.write_now(RaceOpened("r4", "s", OPTIONS, None, 0.0))
+    with pytest.raises(sqlite3.IntegrityError):
+        journal.write_now(RaceOpened("r4", "s", OPTIONS, None, 0.0))
+    journal.write_now(CommandRecord("r4", Join("p", "p", False), 1.0))
+    (stored,) = Journal.load(journal.path).races
+    joined = CommandRecord("r4", Join("p", "p", False), 1.0)
+    assert stored == StoredRace(RaceOpened("r4", "s", OPTIONS, None, 0.0), (joined,))
+
+
+def test_a_closed_journal_refuses_writes(journal: Journal) -> None:
+    journal.close()
+    with pytest.raises(RuntimeError):
+        journal.submit(PlayerRecord("p", b"h", "n", False, 0.0))
