@@ -57,16 +57,16 @@ class ErrorCode(StrEnum):
     INVALID_TOKEN = "invalid_token"
     NAME_TAKEN = "name_taken"
     WRONG_ROLE = "wrong_role"
-    NOT_IN_RACE = "not_in_race"
-    ALREADY_IN_RACE = "already_in_race"
+    NOT_A_RACER = "not_a_racer"
+    ALREADY_JOINED = "already_joined"
     RACE_NOT_FOUND = "race_not_found"
     RACE_FULL = "race_full"
     RACE_STARTED = "race_started"
     RACE_NOT_RUNNING = "race_not_running"
     SPECTATORS_NOT_ALLOWED = "spectators_not_allowed"
     ILLEGAL_MOVE = "illegal_move"
-    WRONG_MOVE_NUMBER = "wrong_move_number"
-    GAME_OVER = "game_over"
+    BAD_MOVE_NUMBER = "bad_move_number"
+    NOT_RACING = "not_racing"
     RATE_LIMITED = "rate_limited"
     SERVER_BUSY = "server_busy"
     SHUTTING_DOWN = "shutting_down"
@@ -94,16 +94,16 @@ _SENTENCES: dict[ErrorCode, str] = {
     ErrorCode.INVALID_TOKEN: "The resume token is unknown or expired; say hello without it.",
     ErrorCode.NAME_TAKEN: "Another connected player uses that name.",
     ErrorCode.WRONG_ROLE: "A spectator cannot race, and a racer cannot do this.",
-    ErrorCode.NOT_IN_RACE: "You are not in that race.",
-    ErrorCode.ALREADY_IN_RACE: "You are already in a race; leave it first.",
+    ErrorCode.NOT_A_RACER: "You are not a racer in that race.",
+    ErrorCode.ALREADY_JOINED: "You are already in that race (or another); leave it first.",
     ErrorCode.RACE_NOT_FOUND: "No race has that code.",
     ErrorCode.RACE_FULL: "The race already has its maximum number of racers.",
     ErrorCode.RACE_STARTED: "The race has started; nobody can join it now.",
     ErrorCode.RACE_NOT_RUNNING: "The race is not running (not started yet, or over).",
     ErrorCode.SPECTATORS_NOT_ALLOWED: "That race does not allow spectators.",
     ErrorCode.ILLEGAL_MOVE: "The rules do not allow that move; nothing changed.",
-    ErrorCode.WRONG_MOVE_NUMBER: "The move number is not the one the server expects next.",
-    ErrorCode.GAME_OVER: "Your game in this race is over (won, lost, resigned or out of time).",
+    ErrorCode.BAD_MOVE_NUMBER: "The move number is not the one the server expects next.",
+    ErrorCode.NOT_RACING: "Your game in this race is over (won, lost, resigned or timed out).",
     ErrorCode.RATE_LIMITED: "Too many messages; slow down.",
     ErrorCode.SERVER_BUSY: "The server is at capacity; try again later.",
     ErrorCode.SHUTTING_DOWN: "The server is shutting down; reconnect later.",

@@ -19,6 +19,7 @@ from typing import ClassVar
 from engine import Card, LossReason, Position, Ruleset
 from protocol.errors import ErrorCode
 from protocol.limits import PROTOCOL_VERSION
+from protocol.result import RaceResult, RacerOutcome, RacerResult
 from protocol.schema import (
     Array,
     Bool,
@@ -57,7 +58,7 @@ class RacerStatus(StrEnum):
 
     WAITING = "waiting"
     """In the lobby or countdown: the race has not started."""
-    PLAYING = "playing"
+    RACING = "racing"
     WON = "won"
     LOST = "lost"
     RESIGNED = "resigned"
@@ -77,6 +78,8 @@ class SeedPolicy(StrEnum):
 # ------------------------------------------------------------ common specs
 
 UINT32 = Int(0, 2**32 - 1)
+#: A racer's id within a race (chosen by the server; not secret).
+RACER_ID = Str(1, 64, r"[A-Za-z0-9_.:-]+")
 #: Milliseconds: server clock times (Unix epoch) and durations. 2**53 - 1 keeps them exact
 #: in JavaScript numbers.
 MILLIS = Int(0, 2**53 - 1)
@@ -102,12 +105,20 @@ class RaceOptions:
 
     max_racers: int = 8
     min_racers: int = 2
-    time_limit: int | None = 600
-    """Seconds from the start until unfinished racers time out; ``None`` for no limit."""
+    """The race does not start with fewer racers."""
+    time_limit: int = 600
+    """Seconds from the start until racers still playing time out."""
     ruleset: Ruleset = field(default_factory=Ruleset)
     spectators: bool = True
+    """Whether spectators may watch."""
     fog: bool = True
-    public: bool = False
+    """Hide from spectators what not every racer still racing has drawn."""
+    public: bool = True
+    """Listed by ``list_races`` and open to ``quick_race``; a private race is joined by code."""
+    auto_start: bool = True
+    """Count down as soon as ``min_racers`` are in; otherwise wait until every racer is ready."""
+    countdown: int = 5
+    """Seconds of countdown before the start."""
     seed_policy: SeedPolicy = SeedPolicy.RANDOM
 
 
@@ -125,11 +136,13 @@ register(
     check=_check_options,
     max_racers=Int(1, MAX_RACERS),
     min_racers=Int(1, MAX_RACERS),
-    time_limit=Optional(Int(1, 86_400)),
+    time_limit=Int(1, 86_400),
     ruleset=RulesetSpec(),
     spectators=Bool(),
     fog=Bool(),
     public=Bool(),
+    auto_start=Bool(),
+    countdown=Int(0, 60),
     seed_policy=Choice(SeedPolicy),
 )
 
@@ -147,17 +160,18 @@ register(ServerInfo, name=Str(1, 64), version=Str(1, 64))
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProgressEntry:
-    """One racer's public progress: counts only, never cards."""
+    """One racer's public progress: counts only, never cards. Bots are marked."""
 
-    racer: int
-    played: int
-    """Cards placed so far."""
+    racer: str
+    name: str
+    bot: bool
+    status: RacerStatus
+    cards_played: int
     face_up: int
     face_down: int
-    status: RacerStatus
     score: int | None = None
     """Stock left when the racer won; ``None`` otherwise."""
-    finished_at: int | None = None
+    finish_ms: int | None = None
     """Milliseconds from the race start to the racer's end (won, lost, resigned)."""
     reason: LossReason | None = None
     """Why the game was lost, when it was."""
@@ -165,37 +179,37 @@ class ProgressEntry:
 
 register(
     ProgressEntry,
-    racer=UINT32,
-    played=CARDS_40,
+    racer=RACER_ID,
+    name=NAME,
+    bot=Bool(),
+    status=Choice(RacerStatus),
+    cards_played=CARDS_40,
     face_up=PILES_36,
     face_down=PILES_36,
-    status=Choice(RacerStatus),
     score=SCORE,
-    finished_at=Optional(MILLIS),
+    finish_ms=Optional(MILLIS),
     reason=Optional(Choice(LossReason)),
 )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RacerInfo:
-    """One racer as the race snapshot shows it."""
+    """One racer as the race snapshot lists it (its progress is in ``progress``)."""
 
-    racer: int
+    racer: str
     name: str
     bot: bool
     ready: bool
-    connected: bool
-    progress: ProgressEntry
+    connected: bool = True
 
 
 register(
     RacerInfo,
-    racer=UINT32,
+    racer=RACER_ID,
     name=NAME,
     bot=Bool(),
     ready=Bool(),
     connected=Bool(),
-    progress=Struct(ProgressEntry),
 )
 
 
@@ -243,13 +257,13 @@ register(
 class RacerBoard:
     """One racer's board as shown: the piles after its first ``shown`` moves."""
 
-    racer: int
+    racer: str
     shown: int
     """How many of the racer's moves the piles show (the fog line, or all of them)."""
     piles: tuple[PileView, ...]
 
 
-register(RacerBoard, racer=UINT32, shown=CARDS_40, piles=Array(Struct(PileView), 36))
+register(RacerBoard, racer=RACER_ID, shown=CARDS_40, piles=Array(Struct(PileView), 36))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -258,15 +272,16 @@ class Standing:
 
     place: int
     """1 for the winner."""
-    racer: int
+    racer: str
     name: str
     bot: bool
     status: RacerStatus
+    """How the racer's race ended: won, lost, resigned or timed_out."""
     score: int | None
-    played: int
+    cards_played: int
     face_up: int
     face_down: int
-    finished_at: int | None
+    finish_ms: int | None
     moves: tuple[Position, ...]
     """Every position the racer played, in order: with the seed, this replays its game."""
 
@@ -274,15 +289,15 @@ class Standing:
 register(
     Standing,
     place=Int(1, MAX_RACERS),
-    racer=UINT32,
+    racer=RACER_ID,
     name=NAME,
     bot=Bool(),
     status=Choice(RacerStatus),
     score=SCORE,
-    played=CARDS_40,
+    cards_played=CARDS_40,
     face_up=PILES_36,
     face_down=PILES_36,
-    finished_at=Optional(MILLIS),
+    finish_ms=Optional(MILLIS),
     moves=Array(PositionSpec(), 40),
 )
 
@@ -296,7 +311,7 @@ class RaceSummary:
     racers: int
     max_racers: int
     min_racers: int
-    time_limit: int | None
+    time_limit: int
     ruleset: Ruleset
     spectators: bool
     fog: bool
@@ -309,7 +324,7 @@ register(
     racers=Int(0, MAX_RACERS),
     max_racers=Int(1, MAX_RACERS),
     min_racers=Int(1, MAX_RACERS),
-    time_limit=Optional(Int(1, 86_400)),
+    time_limit=Int(1, 86_400),
     ruleset=RulesetSpec(),
     spectators=Bool(),
     fog=Bool(),
@@ -354,7 +369,7 @@ class CreateRace:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JoinRace:
-    """Join the race with this code (before it starts)."""
+    """Join a race before it starts: ``race`` is its id or its private code."""
 
     TYPE: ClassVar[str] = "join_race"
     race: str
@@ -503,6 +518,7 @@ class RaceSnapshot:
 
     TYPE: ClassVar[str] = "race"
     race: str
+    """The race's id: every later message about this race names it."""
     state: RaceState
     options: RaceOptions
     commitment: str
@@ -510,7 +526,11 @@ class RaceSnapshot:
     racers: tuple[RacerInfo, ...]
     spectators: int
     server_time: int
-    you: int | None = None
+    code: str | None = None
+    """The code others join a private race with (``join_race``)."""
+    progress: tuple[ProgressEntry, ...] = ()
+    """Every racer's progress, once the race has started."""
+    you: str | None = None
     """Your racer id in this race; ``None`` when you watch it."""
     starts_at: int | None = None
     """Server time (ms) when the countdown ends; set in ``countdown`` and later."""
@@ -571,6 +591,8 @@ class Boards:
     TYPE: ClassVar[str] = "board"
     race: str
     boards: tuple[RacerBoard, ...]
+    fog_line: int | None = None
+    """How many cards of each board may be shown now; ``None`` when nothing is hidden."""
     reply_to: int | None = None
 
 
@@ -587,6 +609,69 @@ class RaceFinished:
     started_at: int
     ended_at: int
     reply_to: int | None = None
+
+    @classmethod
+    def from_result(
+        cls, result: RaceResult, *, started_at: int, ended_at: int, reply_to: int | None = None
+    ) -> RaceFinished:
+        """The message announcing ``result`` (its racers already in standings order).
+
+        Finish times travel as whole milliseconds.
+        """
+        standings = tuple(
+            Standing(
+                place=index,
+                racer=entry.racer_id,
+                name=entry.name,
+                bot=entry.bot,
+                status=RacerStatus(entry.outcome.value),
+                score=entry.score,
+                cards_played=entry.cards_played,
+                face_up=entry.face_up,
+                face_down=entry.face_down,
+                finish_ms=None if entry.finish_time is None else round(entry.finish_time * 1000),
+                moves=entry.moves,
+            )
+            for index, entry in enumerate(result.racers, start=1)
+        )
+        return cls(
+            race=result.race_id,
+            seed=result.seed,
+            commitment=result.commitment,
+            ruleset=result.ruleset,
+            standings=standings,
+            started_at=started_at,
+            ended_at=ended_at,
+            reply_to=reply_to,
+        )
+
+    def to_result(self) -> RaceResult:
+        """The verifiable record (``protocol.result.verify_result`` checks it).
+
+        Raises ``ValueError`` if a standing's status is not an outcome (won, lost,
+        resigned, timed_out).
+        """
+        return RaceResult(
+            race_id=self.race,
+            seed=self.seed,
+            commitment=self.commitment,
+            ruleset=self.ruleset,
+            racers=tuple(
+                RacerResult(
+                    racer_id=s.racer,
+                    name=s.name,
+                    bot=s.bot,
+                    outcome=RacerOutcome(s.status.value),
+                    score=s.score,
+                    finish_time=None if s.finish_ms is None else s.finish_ms / 1000,
+                    cards_played=s.cards_played,
+                    face_up=s.face_up,
+                    face_down=s.face_down,
+                    moves=s.moves,
+                )
+                for s in self.standings
+            ),
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -640,7 +725,9 @@ register(
     racers=Array(Struct(RacerInfo), MAX_RACERS),
     spectators=Int(0, 1_000_000),
     server_time=SERVER_TIME,
-    you=Optional(UINT32),
+    code=Optional(RACE_CODE),
+    progress=Array(Struct(ProgressEntry), MAX_RACERS),
+    you=Optional(RACER_ID),
     starts_at=Optional(MILLIS),
     started_at=Optional(MILLIS),
     ends_at=Optional(MILLIS),
@@ -677,7 +764,13 @@ register(
     server_time=SERVER_TIME,
     reply_to=REQUEST_ID,
 )
-register(Boards, race=RACE_CODE, boards=Array(Struct(RacerBoard), MAX_RACERS), reply_to=REQUEST_ID)
+register(
+    Boards,
+    race=RACE_CODE,
+    boards=Array(Struct(RacerBoard), MAX_RACERS),
+    fog_line=Optional(CARDS_40),
+    reply_to=REQUEST_ID,
+)
 register(
     RaceFinished,
     race=RACE_CODE,
