@@ -28,7 +28,7 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 bench: $(STAMP)
-	$(BIN)/python -m bench.engine
+	$(BIN)/python -m bench.engine --write
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
