@@ -6,7 +6,8 @@ those, :func:`verify_result` re-deals the stock, replays every racer's moves and
 what the record claims (status, score, counts, standings order).
 
 This module is pure (no I/O): the server builds results with it, ``foursquare verify``
-checks saved ones, and the client uses it to mark a result as verified.
+checks saved ones, and the client marks a ``finished`` message as verified with
+``verify_result(message.to_result()).ok``.
 
 >>> from engine import Ruleset
 >>> entry = RacerResult("p1", "ann", False, RacerOutcome.RESIGNED, None, None, 0, 0, 0, ())
@@ -50,7 +51,7 @@ class RacerResult:
     score: int | None
     """Cards left in the stock when the racer won; ``None`` otherwise."""
     finish_time: float | None
-    """Seconds from the start to the racer's last move (or resignation); ``None`` if timed out."""
+    """Seconds from the start to the racer's last move or resignation; ``None`` if timed out."""
     cards_played: int
     face_up: int
     face_down: int
@@ -120,14 +121,24 @@ class RaceResult:
     commitment: str
     ruleset: Ruleset
     racers: tuple[RacerResult, ...]
+    started_at: int = 0
+    """Server time (Unix epoch, milliseconds) of the start."""
+    ended_at: int = 0
     format: int = RESULT_FORMAT
 
     @classmethod
     def build(
-        cls, race_id: str, seed: str, ruleset: Ruleset, entries: Iterable[RacerResult]
+        cls,
+        race_id: str,
+        seed: str,
+        ruleset: Ruleset,
+        entries: Iterable[RacerResult],
+        started_at: int = 0,
+        ended_at: int = 0,
     ) -> RaceResult:
         """A result with the commitment computed from ``seed`` and the standings applied."""
-        return cls(race_id, seed, commitment(seed), ruleset, tuple(rank_racers(entries)))
+        ranked = tuple(rank_racers(entries))
+        return cls(race_id, seed, commitment(seed), ruleset, ranked, started_at, ended_at)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values for JSON or msgpack."""
@@ -137,6 +148,8 @@ class RaceResult:
             "seed": self.seed,
             "commitment": self.commitment,
             "ruleset": self.ruleset.to_dict(),
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
             "standings": [entry.to_dict() for entry in self.racers],
         }
 
@@ -157,6 +170,8 @@ class RaceResult:
                 commitment=_typed(data["commitment"], str, "commitment"),
                 ruleset=Ruleset.from_dict(dict(data["ruleset"])),
                 racers=tuple(RacerResult.from_dict(entry) for entry in standings),
+                started_at=_typed(data.get("started_at", 0), int, "started_at"),
+                ended_at=_typed(data.get("ended_at", 0), int, "ended_at"),
             )
         except (KeyError, TypeError) as error:
             raise ValueError(f"malformed result: {error!r}") from None

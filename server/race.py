@@ -26,7 +26,18 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from engine import Card, Flipped, Game, IllegalMove, Position, Ruleset, Status, commitment, deal
+from engine import (
+    Card,
+    Flipped,
+    Game,
+    IllegalMove,
+    LossReason,
+    Position,
+    Ruleset,
+    Status,
+    commitment,
+    deal,
+)
 from protocol.result import RaceResult, RacerOutcome, RacerResult
 
 #: Where races get their seeds; tests inject a fixed one.
@@ -209,6 +220,7 @@ class ProgressLine:
     face_down: int
     score: int | None
     finish_time: float | None
+    reason: LossReason | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +232,7 @@ class MoveAccepted:
     position: Position
     card: Card
     flips: tuple[Flipped, ...]
+    stock_left: int
     progress: ProgressLine
 
 
@@ -365,6 +378,7 @@ class _Racer:
             face_down=game.face_down,
             score=game.score,
             finish_time=self.finish_time,
+            reason=game.loss_reason,
         )
 
     def card_to_place(self) -> CardToPlace | None:
@@ -410,6 +424,8 @@ class Race:
         self._racers: dict[str, _Racer] = {}
         self._dirty: dict[str, None] = {}
         self._last_flush = float("-inf")
+        self._last_snapshot = float("-inf")
+        self._snapshot_due = False
         self._spectators = 0
         self.revision = 0
         """Grows with every change of state, so callers know what to journal."""
@@ -453,6 +469,8 @@ class Race:
     def next_deadline(self) -> float | None:
         """The next time :meth:`tick` has something to do, or ``None``."""
         times: list[float] = []
+        if self._snapshot_due and self.phase in (Phase.LOBBY, Phase.COUNTDOWN):
+            times.append(self._last_snapshot + self.options.progress_interval)
         if self.phase is Phase.COUNTDOWN and self.countdown_ends_at is not None:
             times.append(self.countdown_ends_at)
         if self.phase is Phase.RUNNING:
@@ -582,11 +600,12 @@ class Race:
 
     def tick(self, now: float) -> list[Send]:
         """Let time pass: end the countdown, flush due progress, apply the time limit."""
-        if self.phase is Phase.COUNTDOWN and self.countdown_ends_at is not None:
-            if now >= self.countdown_ends_at:
-                return self.start(now)
-            return []
+        counted_down = self.countdown_ends_at is not None and now >= self.countdown_ends_at
+        if self.phase is Phase.COUNTDOWN and counted_down:
+            return self.start(now)
         if self.phase is not Phase.RUNNING:
+            if self._snapshot_due and now >= self._last_snapshot + self.options.progress_interval:
+                return [self._changed(now)]
             return []
         ends_at = self.ends_at
         if ends_at is not None and now >= ends_at:
@@ -631,7 +650,9 @@ class Race:
             )
             racer.finish_time = now - (self.started_at or now)
         flips = tuple(e for e in events if isinstance(e, Flipped))
-        accepted = MoveAccepted(racer_id, move_number, position, card, flips, racer.progress())
+        accepted = MoveAccepted(
+            racer_id, move_number, position, card, flips, racer.game.stock_left, racer.progress()
+        )
         racer.accepted.append(accepted)
         sends = [Send(racer_id, accepted)]
         next_card = racer.card_to_place()
@@ -677,6 +698,8 @@ class Race:
         return racer
 
     def _changed(self, now: float) -> Send:
+        self._snapshot_due = False
+        self._last_snapshot = now
         return Send(Audience.EVERYONE, RaceChanged(self.snapshot(now)))
 
     def _lobby_changed(self, now: float) -> list[Send]:
@@ -686,6 +709,7 @@ class Race:
         willing = self.options.auto_start or all(r.ready for r in racers)
         if len(racers) == self.options.max_racers and willing:
             return self.start(now)
+        phase = self.phase
         if enough and willing:
             if self.phase is Phase.LOBBY:
                 self.phase = Phase.COUNTDOWN
@@ -693,6 +717,10 @@ class Race:
         else:
             self.phase = Phase.LOBBY
             self.countdown_ends_at = None
+        # In a big lobby every join would otherwise send everyone the whole racer list.
+        if phase is self.phase and now < self._last_snapshot + self.options.progress_interval:
+            self._snapshot_due = True
+            return []
         return [self._changed(now)]
 
     def _answer_again(self, racer: _Racer, move_number: int) -> list[Send]:
@@ -760,6 +788,8 @@ class Race:
             self.seed,
             self.options.ruleset,
             [self._racer_result(racer) for racer in self._racers.values()],
+            started_at=round((self.started_at or now) * 1000),
+            ended_at=round(now * 1000),
         )
         sends = self._flush(now)
         sends.append(Send(Audience.EVERYONE, RaceFinished(self.result)))

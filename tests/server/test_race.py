@@ -20,6 +20,7 @@ from server.race import (
     Phase,
     Progress,
     Race,
+    RaceChanged,
     RaceError,
     RaceErrorCode,
     RaceFinished,
@@ -221,6 +222,17 @@ def test_progress_is_coalesced_to_one_update_per_interval_carrying_only_what_cha
     (progress,) = events_to(race.tick(now=10.3), Audience.EVERYONE, Progress)
     assert isinstance(progress, Progress)
     assert [(line.racer_id, line.cards_played) for line in progress.lines] == [("p1", 2)]
+
+
+def test_a_big_lobby_sends_its_snapshot_at_most_once_per_interval() -> None:
+    race = Race("r1", "seed", RaceOptions(min_racers=50, max_racers=100, progress_interval=0.1))
+    sends = [race.join(f"p{n}", f"p{n}", bot=False, now=n / 100) for n in range(5)]
+    assert [len(s) for s in sends] == [1, 0, 0, 0, 0]
+    assert race.next_deadline() == pytest.approx(0.1)
+    (changed,) = race.tick(now=0.1)
+    assert isinstance(changed.event, RaceChanged)
+    assert len(changed.event.snapshot.racers) == 5
+    assert race.tick(now=0.3) == []
 
 
 def spectator_boards(sends: list[Send]) -> list[Boards]:
