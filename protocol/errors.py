@@ -96,7 +96,7 @@ _SENTENCES: dict[ErrorCode, str] = {
     ErrorCode.WRONG_ROLE: "A spectator cannot race, and a racer cannot do this.",
     ErrorCode.NOT_A_RACER: "You are not a racer in that race.",
     ErrorCode.ALREADY_JOINED: "You are already in that race (or another); leave it first.",
-    ErrorCode.RACE_NOT_FOUND: "No race has that code.",
+    ErrorCode.RACE_NOT_FOUND: "No race has that id or code.",
     ErrorCode.RACE_FULL: "The race already has its maximum number of racers.",
     ErrorCode.RACE_STARTED: "The race has started; nobody can join it now.",
     ErrorCode.RACE_NOT_RUNNING: "The race is not running (not started yet, or over).",

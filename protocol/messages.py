@@ -120,6 +120,7 @@ class RaceOptions:
     countdown: int = 5
     """Seconds of countdown before the start."""
     seed_policy: SeedPolicy = SeedPolicy.RANDOM
+    """``winnable`` asks for a seed the server has checked can be won."""
 
 
 def _check_options(options: RaceOptions) -> str | None:
@@ -152,7 +153,9 @@ class ServerInfo:
     """Which server answered: software name and version."""
 
     name: str
+    """The server software's name."""
     version: str
+    """Its version."""
 
 
 register(ServerInfo, name=Str(1, 64), version=Str(1, 64))
@@ -170,7 +173,7 @@ class ProgressEntry:
     face_up: int
     face_down: int
     score: int | None = None
-    """Stock left when the racer won; ``None`` otherwise."""
+    """Stock left when the racer won; nil otherwise."""
     finish_ms: int | None = None
     """Milliseconds from the race start to the racer's end (won, lost, resigned)."""
     reason: LossReason | None = None
@@ -200,7 +203,9 @@ class RacerInfo:
     name: str
     bot: bool
     ready: bool
+    """Said ``ready`` (races that wait for everyone start when all are)."""
     connected: bool = True
+    """False while the racer's connection is down (it may resume)."""
 
 
 register(
@@ -220,6 +225,7 @@ class Flip:
     row: int
     col: int
     face_up: bool
+    """The top card's face now: true when it turned face up."""
 
     @property
     def position(self) -> Position:
@@ -236,6 +242,7 @@ class PileView:
     row: int
     col: int
     face_up: bool
+    """Whether the top card (the last of ``cards``) is face up."""
     cards: tuple[Card, ...]
 
     @property
@@ -271,7 +278,7 @@ class Standing:
     """One line of a race's result, best first."""
 
     place: int
-    """1 for the winner."""
+    """1 for the first line, 2 for the next, ..."""
     racer: str
     name: str
     bot: bool
@@ -280,8 +287,11 @@ class Standing:
     score: int | None
     cards_played: int
     face_up: int
+    """Face-up top cards at the end."""
     face_down: int
+    """Face-down top cards at the end."""
     finish_ms: int | None
+    """Milliseconds from the start to the racer's last move or resignation; nil if timed out."""
     moves: tuple[Position, ...]
     """Every position the racer played, in order: with the seed, this replays its game."""
 
@@ -309,6 +319,7 @@ class RaceSummary:
     race: str
     state: RaceState
     racers: int
+    """How many racers are in it now."""
     max_racers: int
     min_racers: int
     time_limit: int
@@ -340,9 +351,13 @@ class Hello:
 
     TYPE: ClassVar[str] = "hello"
     protocol_version: int = PROTOCOL_VERSION
+    """The version the client speaks; the server answers another with ``version_mismatch``."""
     name: str
+    """The name to race under (the server may refuse it with ``name_taken``)."""
     bot: bool
+    """True when a program chooses the moves. Everyone sees it."""
     role: Role = Role.PLAYER
+    """``player`` to race; ``spectator`` to only watch."""
     resume: str | None = None
     """A resume token from an earlier ``welcome``: continue that session."""
     client: str | None = None
@@ -400,6 +415,7 @@ class Ready:
     TYPE: ClassVar[str] = "ready"
     race: str
     ready: bool = True
+    """False takes back an earlier ready."""
     id: int | None = None
 
 
@@ -410,6 +426,7 @@ class Place:
     TYPE: ClassVar[str] = "place"
     race: str
     move: int
+    """The ``move`` of the ``card`` message being answered."""
     row: int
     col: int
     id: int | None = None
@@ -447,6 +464,7 @@ class Ping:
 
 register(
     Hello,
+    wire_required=("protocol_version",),
     protocol_version=Int(1, 65_535),
     name=NAME,
     bot=Bool(),
@@ -476,6 +494,7 @@ class Welcome:
 
     TYPE: ClassVar[str] = "welcome"
     session: str
+    """The session's id (public: it appears in logs)."""
     resume: str
     """Secret: send it in a later ``hello`` to continue this session. Never shown to others."""
     name: str
@@ -483,6 +502,7 @@ class Welcome:
     role: Role
     bot: bool
     protocol_version: int
+    """The version the server speaks (the one the client asked for)."""
     server: ServerInfo
     server_time: int
     resumed: bool = False
@@ -496,7 +516,9 @@ class Error:
 
     TYPE: ClassVar[str] = "error"
     code: ErrorCode
+    """A stable code from the error code table."""
     message: str
+    """A sentence for a person, naming the offending field or what to do."""
     in_reply_to: str | None = None
     """The ``type`` of the message this answers, when it could be read."""
     reply_to: int | None = None
@@ -509,6 +531,7 @@ class Ok:
     TYPE: ClassVar[str] = "ok"
     in_reply_to: str
     race: str | None = None
+    """The race the request was about, if any."""
     reply_to: int | None = None
 
 
@@ -524,7 +547,9 @@ class RaceSnapshot:
     commitment: str
     """Hex SHA-256 commitment to the seed (``engine.commitment``), published before the start."""
     racers: tuple[RacerInfo, ...]
+    """Every racer, in joining order."""
     spectators: int
+    """How many spectators watch."""
     server_time: int
     code: str | None = None
     """The code others join a private race with (``join_race``)."""
@@ -533,8 +558,9 @@ class RaceSnapshot:
     you: str | None = None
     """Your racer id in this race; ``None`` when you watch it."""
     starts_at: int | None = None
-    """Server time (ms) when the countdown ends; set in ``countdown`` and later."""
+    """Server time (ms) when the countdown ends; set in ``countdown``."""
     started_at: int | None = None
+    """Server time (ms) when the race started."""
     ends_at: int | None = None
     """Server time (ms) when the time limit passes, if the race has one and has started."""
     reply_to: int | None = None
@@ -547,8 +573,11 @@ class CardToPlace:
     TYPE: ClassVar[str] = "card"
     race: str
     move: int
+    """The move number to send back in ``place``."""
     card: Card
+    """The card in hand: the only card of the stock you may know now."""
     targets: tuple[Position, ...]
+    """Every legal position for it, sorted."""
     stock_left: int
     """Cards still in the stock after this one."""
     reply_to: int | None = None
@@ -562,8 +591,10 @@ class MovePlaced:
     race: str
     move: int
     card: Card
+    """The card that was placed."""
     position: Position
     flips: tuple[Flip, ...]
+    """Top cards that turned over, in row-then-column order."""
     face_up: int
     face_down: int
     stock_left: int
@@ -580,6 +611,7 @@ class Progress:
     TYPE: ClassVar[str] = "progress"
     race: str
     racers: tuple[ProgressEntry, ...]
+    """Only the racers whose progress changed since the last update."""
     server_time: int
     reply_to: int | None = None
 
@@ -591,6 +623,7 @@ class Boards:
     TYPE: ClassVar[str] = "board"
     race: str
     boards: tuple[RacerBoard, ...]
+    """The boards that changed (all of them on ``spectate`` and at the end)."""
     fog_line: int | None = None
     """How many cards of each board may be shown now; ``None`` when nothing is hidden."""
     reply_to: int | None = None
@@ -603,11 +636,15 @@ class RaceFinished:
     TYPE: ClassVar[str] = "finished"
     race: str
     seed: str
+    """The revealed seed: ``engine.commitment(seed)`` must equal ``commitment``."""
     commitment: str
     ruleset: Ruleset
     standings: tuple[Standing, ...]
+    """Best first: winners by score then finish time, then the rest by face-up cards."""
     started_at: int
+    """Server time (ms) when the race started."""
     ended_at: int
+    """Server time (ms) when the race ended."""
     reply_to: int | None = None
 
     @classmethod
@@ -680,6 +717,7 @@ class RaceList:
 
     TYPE: ClassVar[str] = "races"
     races: tuple[RaceSummary, ...]
+    """Open public races (in the lobby or counting down)."""
     reply_to: int | None = None
 
 

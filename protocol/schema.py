@@ -267,19 +267,23 @@ def register(
     *,
     as_array: bool = False,
     check: Callable[[Any], str | None] | None = None,
+    wire_required: tuple[str, ...] = (),
     **specs: Spec,
 ) -> None:
     """Attach a spec to every field of the dataclass ``cls``.
 
     ``check`` sees the built object and returns a sentence when fields disagree with each
     other (``min_racers`` above ``max_racers``). ``as_array`` sends the fields positionally
-    as one array (used for small tuples such as flips and piles).
+    as one array (used for small tuples such as flips and piles). ``wire_required`` names
+    fields that a frame must carry even though Python code may leave them to their default.
     """
     defs = []
     for f in fields(cls):
         if f.name not in specs:
             raise TypeError(f"{cls.__name__}.{f.name} has no wire spec")
-        required = f.default is MISSING and f.default_factory is MISSING
+        required = f.name in wire_required or (
+            f.default is MISSING and f.default_factory is MISSING
+        )
         if as_array and not required:
             raise TypeError(f"{cls.__name__}.{f.name}: array-form fields are all required")
         defs.append(FieldDef(f.name, specs.pop(f.name), required, f.default is None))
