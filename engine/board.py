@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from engine.game import Position
 from engine.rules import Adjacency, Ruleset
@@ -204,9 +204,15 @@ class Board:
         return self.piles == self.grid_size * self.grid_size and not self.face_down
 
     def occupied(self) -> list[int]:
-        """The cells holding a pile."""
-        height = self.height
-        return [cell for cell in range(len(height)) if height[cell]]
+        """The cells holding a pile, in reading order."""
+        height, width = self.height, self.layout.width
+        row_min, row_max, col_min, col_max = self.box
+        return [
+            cell
+            for row in range(row_min, row_max + 1)
+            for cell in range(row * width + col_min, row * width + col_max + 1)
+            if height[cell]
+        ]
 
     # --------------------------------------------------------------- changing
 
@@ -306,47 +312,44 @@ def repairable(board: Board) -> bool:
     """
     if not board.face_down:
         return True
-    width, size = board.layout.width, board.grid_size
-    height, up = board.height, board.up
-    row_count = [0] * width
-    col_count = [0] * width
-    cells = []
+    width, height, up = board.layout.width, board.height, board.up
     row_min, row_max, col_min, col_max = board.box
-    for row in range(row_min, row_max + 1):
-        for cell in range(row * width + col_min, row * width + col_max + 1):
+    occupied_masks, down_masks = [], []
+    for col in range(col_min, col_max + 1):
+        occupied = down = 0
+        bit = 1
+        for cell in range(row_min * width + col, row_max * width + col + 1, width):
             if height[cell]:
-                cells.append(cell)
-                row_count[row] += 1
-                col_count[cell % width] += 1
-    # Union-find with parity over row nodes (0..width-1), column nodes (width..2*width-1)
-    # and a node fixed at 0 (2*width) to which full rows and columns are tied.
-    zero = 2 * width
-    parent = list(range(zero + 1))
-    parity = [0] * (zero + 1)
+                occupied |= bit
+                if not up[cell]:
+                    down |= bit
+            bit <<= 1
+        occupied_masks.append(occupied)
+        down_masks.append(down)
+    return _pattern_repairable(tuple(occupied_masks), tuple(down_masks), board.grid_size)
 
-    def find(node: int) -> tuple[int, int]:
-        bit = 0
-        while parent[node] != node:
-            bit ^= parity[node]
-            node = parent[node]
-        return node, bit
 
-    def join(a: int, b: int, bit: int) -> bool:
-        root_a, bit_a = find(a)
-        root_b, bit_b = find(b)
-        if root_a == root_b:
-            return bit_a ^ bit_b == bit
-        parent[root_a] = root_b
-        parity[root_a] = bit_a ^ bit_b ^ bit
-        return True
+@lru_cache(maxsize=1 << 16)
+def _pattern_repairable(occupied: tuple[int, ...], down: tuple[int, ...], size: int) -> bool:
+    """:func:`repairable` on column masks: bit ``r`` of ``occupied[c]`` is a pile at row ``r``.
 
-    for line in range(width):
-        if row_count[line] == size and not join(line, zero, 0):
-            return False
-        if col_count[line] == size and not join(width + line, zero, 0):
-            return False
-    for cell in cells:
-        row, col = divmod(cell, width)
-        if not join(row, width + col, 1 - up[cell]):
-            return False
-    return True
+    Tries every choice of row bits (full rows held at 0); each column must then see the
+    same face on all its piles, face down being allowed only if the column is not full.
+    """
+    rows = max(occupied).bit_length()
+    full_rows = 0
+    for row in range(rows):
+        if sum((mask >> row) & 1 for mask in occupied) == size:
+            full_rows |= 1 << row
+    columns = [(mask, down_mask, mask.bit_count() == size)
+               for mask, down_mask in zip(occupied, down, strict=True)]
+    for row_bits in range(1 << rows):
+        if row_bits & full_rows:
+            continue
+        for mask, down_mask, full in columns:
+            faces = (down_mask ^ row_bits) & mask
+            if faces and (faces != mask or full):
+                break
+        else:
+            return True
+    return False

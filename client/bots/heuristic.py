@@ -48,10 +48,7 @@ def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
         if board.face_down == board.limit:
             value -= weights.at_limit
         capacity, height, up = board.capacity, board.height, board.up
-        buried = 0
-        for cell in board.occupied():
-            if not up[cell] and height[cell] >= capacity:
-                buried += 1
+        buried = sum(1 for cell in board.occupied() if not up[cell] and height[cell] >= capacity)
         value -= weights.buried_face_down * buried
     else:
         value += weights.repairable
