@@ -6,15 +6,60 @@ and the offline commands stay quick to start.
 
 from __future__ import annotations
 
+import argparse
+import getpass
+import sys
 from typing import Any
 
 from engine import Ruleset
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 
+DEFAULT_SERVER = "ws://127.0.0.1:8765"
+
 
 def register(subparsers: Subparsers) -> None:
     """Add ``play``, ``watch`` and ``bot`` to the ``foursquare`` command."""
+    play = subparsers.add_parser("play", help="race other players on a server (full screen)")
+    _add_server_argument(play)
+    play.add_argument("--name", help="your name in races (default: your login name)")
+    start = play.add_mutually_exclusive_group()
+    start.add_argument("--quick", action="store_true", help="join a public race at once")
+    start.add_argument("--race", metavar="CODE", help="join the race with this code")
+    start.add_argument("--create", action="store_true", help="open a private race")
+    play.set_defaults(run=run_play)
+
+    watch = subparsers.add_parser("watch", help="watch a race: every board and the leaderboard")
+    _add_server_argument(watch)
+    watch.add_argument("code", metavar="CODE", help="the race's code")
+    watch.add_argument("--name", default="spectator", help="your name as a spectator")
+    watch.set_defaults(run=run_watch)
+
+    bot = subparsers.add_parser("bot", help="send bots to race on a server")
+    _add_server_argument(bot)
+    where = bot.add_mutually_exclusive_group(required=True)
+    where.add_argument("--quick", action="store_true", help="join a public race")
+    where.add_argument("--race", metavar="CODE", help="join the race with this code")
+    bot.add_argument("--strategy", help="how the bots play (default: the strongest)")
+    bot.add_argument("-n", type=int, default=1, metavar="N", help="how many bots (default 1)")
+    bot.add_argument(
+        "--pace", type=float, default=0.5, metavar="SECONDS",
+        help="seconds each bot waits before a move, so people can keep up (default 0.5)",
+    )
+    bot.set_defaults(run=run_bot)
+
+
+def _add_server_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--server", default=DEFAULT_SERVER, help=f"the server's address (default {DEFAULT_SERVER})"
+    )
+
+
+def _default_name() -> str:
+    try:
+        return getpass.getuser()[:32] or "player"
+    except (KeyError, OSError):
+        return "player"
 
 
 def run_solo_screen(seed: str | None, rules: Ruleset) -> int:
@@ -23,5 +68,54 @@ def run_solo_screen(seed: str | None, rules: Ruleset) -> int:
     from client.screens.solo import SoloScreen
 
     app = FoursquareApp(lambda: SoloScreen(seed, rules))
-    status = app.run()
-    return status or 0
+    return app.run() or 0
+
+
+def run_play(args: argparse.Namespace) -> int:
+    """``foursquare play``: the lobby, or straight into a race."""
+    from client.connection import Connection
+    from client.network_app import NetworkApp, Plan
+
+    if args.quick:
+        plan = Plan.quick()
+    elif args.race:
+        plan = Plan.join(args.race)
+    elif args.create:
+        plan = Plan.create()
+    else:
+        plan = Plan()
+    app = NetworkApp(Connection(args.server, args.name or _default_name()), plan)
+    return app.run() or 0
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    """``foursquare watch CODE``."""
+    from client.connection import Connection
+    from client.network_app import NetworkApp, Plan
+    from protocol import Role
+
+    connection = Connection(args.server, args.name, role=Role.SPECTATOR)
+    return NetworkApp(connection, Plan.spectate(args.code)).run() or 0
+
+
+def run_bot(args: argparse.Namespace) -> int:
+    """``foursquare bot``: the bots play one race, then each prints how it went."""
+    import asyncio
+
+    from client.bot_runner import run_bots
+    from client.bots import DEFAULT_STRATEGY, STRATEGIES
+    from protocol import JoinRace, QuickRace
+
+    strategy = args.strategy or DEFAULT_STRATEGY
+    if strategy not in STRATEGIES:
+        known = ", ".join(sorted(STRATEGIES))
+        print(f"error: unknown strategy {strategy!r}: choose one of {known}", file=sys.stderr)
+        return 2
+    if not 1 <= args.n <= 100:
+        print("error: -n must be from 1 to 100", file=sys.stderr)
+        return 2
+    request = JoinRace(race=args.race) if args.race else QuickRace()
+    results = asyncio.run(run_bots(args.server, args.n, request, strategy, pace=args.pace))
+    for result in results:
+        print(result.describe())
+    return 0 if all(result.standing is not None for result in results) else 1

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 #: Modules that add subcommands, in the order they appear in ``--help``.
 COMMAND_MODULES = (
     "cli.game_commands",
+    "cli.client_commands",
 )
 
 

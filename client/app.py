@@ -22,6 +22,6 @@ class FoursquareApp(App[int]):
         super().__init__()
         self._first_screen = first_screen
 
-    def get_default_screen(self) -> Screen[None]:
-        """The screen the app opens on."""
-        return self._first_screen()
+    def on_mount(self) -> None:
+        """Open the first screen over the (empty) default one, so it can be switched."""
+        self.push_screen(self._first_screen())

@@ -79,6 +79,16 @@ def draw_pile(pile: PileView, palette: CardPalette) -> list[Text]:
     return draw_back(pile.height, palette)
 
 
+def draw_compact(pile: PileView | None, palette: CardPalette) -> Text:
+    """A pile in one line, three columns: ``10♥``, `` 7♠``, ``░░░`` face down, `` · `` empty."""
+    if pile is None:
+        return Text(" · ", style=palette.edge)
+    if pile.face_up and pile.top is not None:
+        style = palette.red if pile.top.suit in RED_SUITS else palette.black
+        return Text(card_label(pile.top).rjust(3), style=style)
+    return Text("░░░", style=palette.back)
+
+
 def draw_space(mark: str, edge: Style) -> list[Text]:
     """An empty position; ``mark`` in the middle (a dot for a target, blank otherwise)."""
     if not mark:

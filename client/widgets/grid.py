@@ -23,6 +23,7 @@ from client.widgets.cards import (
     CARD_HEIGHT,
     CARD_WIDTH,
     CardPalette,
+    draw_compact,
     draw_pile,
     draw_space,
 )
@@ -31,7 +32,7 @@ from engine import Position, Ruleset
 FLASH_SECONDS = 0.8
 """How long the cards that turned stay highlighted after a flip."""
 _GAP = 1
-_STEP = CARD_WIDTH + _GAP
+_COMPACT_WIDTH = 3
 
 
 class GridView(Widget, can_focus=True):
@@ -77,6 +78,7 @@ class GridView(Widget, can_focus=True):
         board: BoardView | None = None,
         *,
         interactive: bool = True,
+        compact: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -85,6 +87,10 @@ class GridView(Widget, can_focus=True):
         self.board = board or BoardView(Ruleset())
         self.interactive = interactive
         self.can_focus = interactive
+        self.compact = compact
+        """One line per row, three columns per pile: for many boards at once."""
+        self.cell_width = _COMPACT_WIDTH if compact else CARD_WIDTH
+        self.cell_height = 1 if compact else CARD_HEIGHT
 
     # ------------------------------------------------------------------ state
 
@@ -147,10 +153,10 @@ class GridView(Widget, can_focus=True):
     def position_at(self, x: int, y: int) -> Position | None:
         """The grid position drawn at content coordinates ``(x, y)``, if any."""
         rows, cols = self.board.window()
-        column_index, within = divmod(x, _STEP)
-        row_index = y // CARD_HEIGHT
+        column_index, within = divmod(x, self.cell_width + _GAP)
+        row_index = y // self.cell_height
         inside = 0 <= column_index < len(cols) and 0 <= row_index < len(rows)
-        if within >= CARD_WIDTH or not inside:
+        if within >= self.cell_width or not inside:
             return None
         return rows[row_index], cols[column_index]
 
@@ -158,8 +164,8 @@ class GridView(Widget, can_focus=True):
         """Content coordinates of the middle of ``position``; the inverse of :meth:`position_at`."""
         rows, cols = self.board.window()
         return (
-            cols.index(position[1]) * _STEP + CARD_WIDTH // 2,
-            rows.index(position[0]) * CARD_HEIGHT + CARD_HEIGHT // 2,
+            cols.index(position[1]) * (self.cell_width + _GAP) + self.cell_width // 2,
+            rows.index(position[0]) * self.cell_height + self.cell_height // 2,
         )
 
     # -------------------------------------------------------------- rendering
@@ -180,7 +186,9 @@ class GridView(Widget, can_focus=True):
         else:
             edge = style("grid--edge")
         pile = self.board.piles.get(position)
-        if pile is None:
+        if self.compact:
+            lines = [draw_compact(pile, self._palette(edge))]
+        elif pile is None:
             cursor_here = self.interactive and position == self.cursor and self.board.card
             lines = draw_space("·" if is_target else (" " if cursor_here else ""), edge)
         else:
@@ -197,7 +205,7 @@ class GridView(Widget, can_focus=True):
         lines: list[Text] = []
         for row in rows:
             cells = [self._draw_cell((row, col)) for col in cols]
-            for line_index in range(CARD_HEIGHT):
+            for line_index in range(self.cell_height):
                 lines.append(Text(" " * _GAP).join(cell[line_index] for cell in cells))
         return Text("\n").join(lines)
 

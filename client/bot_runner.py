@@ -1,0 +1,151 @@
+"""Bots in a real race: each one connects (``hello`` with ``bot=true``), joins and plays.
+
+A bot knows what any racer knows: the :class:`~client.race_state.RaceTracker` mirror
+holds the cards it was dealt and its accepted moves, and the strategy sees only the
+:class:`~client.bots.RacerView` built from them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from client.bots import Strategy, get_strategy
+from client.connection import DEFAULT_BACKOFF, Backoff, Connection, ConnectionFailed, describe_error
+from client.race_state import RaceTracker
+from protocol import (
+    ClientMessage,
+    Error,
+    Place,
+    RaceState,
+    Ready,
+    ServerMessage,
+    Standing,
+    Welcome,
+)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class BotResult:
+    """How one bot's race went: its line in the standings, or why it stopped."""
+
+    name: str
+    standing: Standing | None = None
+    failure: str | None = None
+
+    def describe(self) -> str:
+        """One line for the terminal."""
+        if self.standing is None:
+            return f"{self.name}: {self.failure or 'no result'}"
+        standing = self.standing
+        result = standing.status.value.replace("_", " ")
+        if standing.score is not None:
+            result += f" with score {standing.score}"
+        return f"{self.name}: place {standing.place}, {result}, {standing.cards_played} cards"
+
+
+class Bot:
+    """One bot racer: feed it the server's messages with :meth:`receive`."""
+
+    def __init__(
+        self, connection: Connection, request: ClientMessage, strategy: Strategy,
+        *, pace: float = 0.0, sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self.connection = connection
+        self.request = request
+        self.strategy = strategy
+        self.pace = pace
+        self.sleep = sleep
+        self.tracker = RaceTracker()
+
+    async def run(self) -> BotResult:
+        """Join, play until the race is over, and say how it went."""
+        name = self.connection.name
+        try:
+            async for message in self.connection.messages():
+                failure = await self.receive(message)
+                if failure is not None:
+                    await self.connection.close()
+                    return BotResult(name, failure=failure)
+                if self.tracker.finished is not None:
+                    await self.connection.close()
+                    return BotResult(name, standing=self._my_standing())
+        except ConnectionFailed as error:
+            return BotResult(name, failure=str(error))
+        return BotResult(name, failure="the server closed the connection")
+
+    def _my_standing(self) -> Standing | None:
+        finished, you = self.tracker.finished, self.tracker.you
+        if finished is None:
+            return None
+        return next((s for s in finished.standings if s.racer == you), None)
+
+    async def receive(self, message: ServerMessage) -> str | None:
+        """React to one message; returns a sentence if the bot has to give up."""
+        if isinstance(message, Welcome):
+            if not message.resumed:
+                await self.connection.send(self.request)
+            return None
+        if isinstance(message, Error):
+            mirror = self.tracker.mirror
+            if message.in_reply_to == "place" and mirror is not None:
+                mirror.pending = None
+                return None
+            if message.in_reply_to in ("quick_race", "join_race", "create_race", "hello"):
+                return describe_error(message)
+            return None
+        self.tracker.apply(message)
+        await self._act()
+        return None
+
+    async def _act(self) -> None:
+        snapshot, mirror, race = self.tracker.snapshot, self.tracker.mirror, self.tracker.race
+        if snapshot is None or race is None:
+            return
+        if snapshot.state is RaceState.LOBBY:
+            me = next((r for r in snapshot.racers if r.racer == snapshot.you), None)
+            if me is not None and not me.ready:
+                await self.connection.send(Ready(race=race))
+            return
+        if mirror is None or mirror.in_hand is None or mirror.pending is not None:
+            return
+        move = mirror.move_number
+        mirror.pending = (move, (0, 0))  # claimed while thinking, so no second move starts
+        if self.pace > 0:
+            await self.sleep(self.pace)
+        if mirror.move_number != move or mirror.in_hand is None:
+            return
+        position = self.strategy.choose(mirror.racer_view())
+        mirror.pending = (move, position)
+        sent = await self.connection.send(
+            Place(race=race, move=move, row=position[0], col=position[1])
+        )
+        if not sent:
+            mirror.pending = None
+
+
+async def run_bots(
+    url: str,
+    count: int,
+    request: ClientMessage,
+    strategy: str,
+    *,
+    pace: float = 0.0,
+    name_prefix: str | None = None,
+    backoff: Backoff = DEFAULT_BACKOFF,
+) -> list[BotResult]:
+    """Start ``count`` bots that each send ``request`` (quick race or join) and play."""
+    prefix = name_prefix or f"{strategy}-bot"
+    bots = [
+        Bot(
+            Connection(url, f"{prefix}-{index + 1}", bot=True, backoff=backoff),
+            request,
+            get_strategy(strategy),
+            pace=pace,
+        )
+        for index in range(count)
+    ]
+    return list(await asyncio.gather(*(bot.run() for bot in bots)))

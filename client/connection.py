@@ -1,0 +1,253 @@
+"""The client's link to the server: hello, messages in and out, reconnect and resume.
+
+:meth:`Connection.messages` is an async iterator over everything the server sends,
+``welcome`` first. When the connection drops after a welcome, it waits with exponential
+backoff, connects again and says hello with the resume token, so the session (and the
+race) carries on; the iterator just goes on yielding. Every change of link state is
+reported through ``on_state`` with a sentence for the screen. What cannot be retried
+(unreachable at first, version mismatch, name taken, token refused) ends the iterator
+with :class:`ConnectionFailed`, whose message is a sentence, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from protocol import (
+    ClientMessage,
+    CloseCode,
+    Error,
+    ErrorCode,
+    Hello,
+    Limits,
+    ProtocolError,
+    Role,
+    ServerMessage,
+    Welcome,
+    decode_server,
+    encode,
+)
+
+CLIENT_NAME = "foursquare-tui/0.1"
+DEFAULT_SERVER = "ws://127.0.0.1:8765"
+
+
+class LinkState(Enum):
+    """Where the link to the server stands."""
+
+    CONNECTING = "connecting"
+    ONLINE = "online"
+    RECONNECTING = "reconnecting"
+    CLOSED = "closed"
+
+
+class ConnectionFailed(Exception):
+    """The session cannot go on; ``str(error)`` is a sentence for the player."""
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Waits between reconnection attempts: ``first``, doubling, at most ``ceiling``.
+
+    >>> list(Backoff(first=0.5, ceiling=3.0, attempts=5).delays())
+    [0.5, 1.0, 2.0, 3.0, 3.0]
+    """
+
+    first: float = 0.5
+    ceiling: float = 8.0
+    attempts: int = 10
+
+    def delays(self) -> Iterator[float]:
+        """One delay per attempt allowed."""
+        delay = self.first
+        for _ in range(self.attempts):
+            yield min(delay, self.ceiling)
+            delay *= 2
+
+
+DEFAULT_BACKOFF = Backoff()
+
+Sleep = Callable[[float], Awaitable[None]]
+StateListener = Callable[[LinkState, str], None]
+
+#: Close codes after which trying again cannot help.
+_FINAL_CLOSES = {
+    CloseCode.NORMAL: "The server closed the connection.",
+    CloseCode.VERSION_MISMATCH: "This client speaks another protocol version than the server.",
+    CloseCode.INVALID_TOKEN: "The server no longer knows this session (it may have restarted).",
+    CloseCode.REPLACED: "This session was resumed from another window, so this one stopped.",
+    CloseCode.PROTOCOL_ERROR: "The server closed the connection: it could not read this client.",
+}
+
+
+def describe_error(error: Error) -> str:
+    """A sentence for an ``error`` from the server, saying what the player can do."""
+    code, detail = error.code, error.message.rstrip(".")
+    if code is ErrorCode.NAME_TAKEN:
+        return f"That name is taken by another connected player ({detail}); choose another."
+    if code is ErrorCode.VERSION_MISMATCH:
+        return f"This client and the server speak different protocol versions ({detail})."
+    if code is ErrorCode.RACE_FULL:
+        return f"That race is full ({detail})."
+    if code is ErrorCode.RACE_NOT_FOUND:
+        return f"No race has that code ({detail})."
+    if code is ErrorCode.RACE_STARTED:
+        return f"That race has already started ({detail})."
+    return f"{code.sentence} ({detail})." if detail else code.sentence
+
+
+class Connection:
+    """One player's (or spectator's, or bot's) session with the server."""
+
+    def __init__(
+        self,
+        url: str,
+        name: str,
+        *,
+        bot: bool = False,
+        role: Role = Role.PLAYER,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        sleep: Sleep = asyncio.sleep,
+        on_state: StateListener | None = None,
+        open_timeout: float = 5.0,
+    ) -> None:
+        self.url = url
+        self.name = name
+        self.bot = bot
+        self.role = role
+        self.backoff = backoff
+        self.sleep = sleep
+        self.on_state = on_state or (lambda state, sentence: None)
+        self.open_timeout = open_timeout
+        self.welcome: Welcome | None = None
+        self.state = LinkState.CLOSED
+        self._socket: ClientConnection | None = None
+        self._closing = False
+        self.reconnects = 0
+        """How many times the session was resumed on a new connection."""
+
+    def _set_state(self, state: LinkState, sentence: str) -> None:
+        self.state = state
+        self.on_state(state, sentence)
+
+    async def messages(self) -> AsyncIterator[ServerMessage]:
+        """Every message from the server, across reconnections; ``welcome`` comes first
+        (again after each resume). Raises :class:`ConnectionFailed` when it must stop.
+        """
+        delays = self.backoff.delays()
+        self._set_state(LinkState.CONNECTING, f"Connecting to {self.url}…")
+        while not self._closing:
+            socket: ClientConnection | None = None
+            try:
+                async with connect(
+                    self.url,
+                    max_size=Limits().max_server_frame,
+                    open_timeout=self.open_timeout,
+                    close_timeout=1.0,
+                ) as socket:
+                    welcome = await self._greet(socket)
+                    delays = self.backoff.delays()
+                    self._socket = socket
+                    self._set_state(LinkState.ONLINE, f"Connected to {self.url} as {welcome.name}.")
+                    yield welcome
+                    async for frame in socket:
+                        try:
+                            message = decode_server(frame)
+                        except ProtocolError:
+                            continue  # one unreadable message must not end the session
+                        yield message
+            except ConnectionClosed:
+                pass  # the close code decides below
+            except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as error:
+                if self.welcome is None:
+                    self._set_state(LinkState.CLOSED, "")
+                    raise ConnectionFailed(
+                        f"Cannot reach the server at {self.url}: {_reason(error)}."
+                    ) from None
+            finally:
+                self._socket = None
+            if self._closing:
+                break
+            self._stop_if_final(socket)
+            try:
+                delay = next(delays)
+            except StopIteration:
+                self._set_state(LinkState.CLOSED, "")
+                raise ConnectionFailed(
+                    f"Lost the connection to {self.url} and could not get it back "
+                    f"after {self.backoff.attempts} tries."
+                ) from None
+            self._set_state(
+                LinkState.RECONNECTING,
+                f"Connection lost; trying again in {delay:.1f} s…",
+            )
+            await self.sleep(delay)
+            self.reconnects += 1
+        self._set_state(LinkState.CLOSED, "Disconnected.")
+
+    def _stop_if_final(self, socket: ClientConnection | None) -> None:
+        """Raise :class:`ConnectionFailed` if the way the socket closed rules out a retry."""
+        code = socket.close_code if socket is not None else None
+        if code is not None and code in _FINAL_CLOSES:
+            self._set_state(LinkState.CLOSED, "")
+            sentence = _FINAL_CLOSES[CloseCode(code)]
+            reason = socket.close_reason if socket is not None else ""
+            raise ConnectionFailed(f"{sentence} ({reason})" if reason else sentence)
+
+    async def _greet(self, socket: ClientConnection) -> Welcome:
+        """Say hello (resuming if we can) and read the answer."""
+        resume = self.welcome.resume if self.welcome is not None else None
+        hello = Hello(name=self.name, bot=self.bot, role=self.role, resume=resume,
+                      client=CLIENT_NAME)
+        await socket.send(encode(hello))
+        try:
+            answer = decode_server(await asyncio.wait_for(socket.recv(), self.open_timeout))
+        except ProtocolError as error:
+            raise ConnectionFailed(
+                f"The server answered in a way this client cannot read: {error}."
+            ) from None
+        if isinstance(answer, Error):
+            self._set_state(LinkState.CLOSED, "")
+            raise ConnectionFailed(describe_error(answer))
+        if not isinstance(answer, Welcome):
+            raise ConnectionFailed(f"The server answered hello with {answer.TYPE!r}, not welcome.")
+        if self.welcome is not None and not answer.resumed:
+            raise ConnectionFailed("The server could not resume this session; start again.")
+        self.welcome = answer
+        return answer
+
+    async def send(self, message: ClientMessage) -> bool:
+        """Send ``message`` if the link is up; ``False`` if it could not be sent now."""
+        socket = self._socket
+        if socket is None:
+            return False
+        try:
+            await socket.send(encode(message))
+        except ConnectionClosed:
+            return False
+        return True
+
+    async def close(self) -> None:
+        """End the session cleanly; :meth:`messages` then stops."""
+        self._closing = True
+        socket = self._socket
+        if socket is not None:
+            await socket.close()
+
+
+def _reason(error: BaseException) -> str:
+    """The short cause of a connection failure."""
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused (is the server running?)"
+    if isinstance(error, TimeoutError):
+        return "no answer in time"
+    if isinstance(error, InvalidURI):
+        return "that is not a ws:// or wss:// address"
+    text = str(error).strip()
+    return text or type(error).__name__

@@ -1,0 +1,200 @@
+"""The client app for network play and watching: it owns the connection and the race state.
+
+Screens never talk to the server themselves: they post a
+:class:`~client.screens.requests.ServerRequest` and the app sends it. Messages from the
+server go into the :class:`~client.race_state.RaceTracker`, and the app shows the screen
+that fits where the race stands: lobby, waiting room, race, results; or the watch screen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from textual.screen import Screen
+from textual.widgets import Static
+
+from client.app import FoursquareApp
+from client.connection import Connection, ConnectionFailed, LinkState, describe_error
+from client.race_state import RaceTracker
+from client.screens.failure import FailureScreen
+from client.screens.lobby import LobbyScreen
+from client.screens.network_race import NetworkRaceScreen
+from client.screens.race import Clock
+from client.screens.requests import BackToLobby, ServerRequest
+from client.screens.results import ResultsScreen
+from client.screens.waiting import WaitingScreen
+from client.screens.watch import WatchScreen
+from engine import Position
+from protocol import (
+    ClientMessage,
+    CreateRace,
+    Error,
+    JoinRace,
+    ListRaces,
+    MovePlaced,
+    Ok,
+    Place,
+    QuickRace,
+    RaceList,
+    RaceOptions,
+    RaceState,
+    ServerMessage,
+    Spectate,
+    Welcome,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to do once connected: ``request`` is sent after the first welcome.
+
+    ``watch`` makes the app a spectator's; with no request the player gets the lobby.
+    """
+
+    request: ClientMessage | None = None
+    watch: bool = False
+
+    @classmethod
+    def quick(cls) -> Plan:
+        """Join (or open) a public race at once."""
+        return cls(QuickRace())
+
+    @classmethod
+    def create(cls, options: RaceOptions | None = None) -> Plan:
+        """Open a private race."""
+        return cls(CreateRace(options=options or RaceOptions()))
+
+    @classmethod
+    def join(cls, code: str) -> Plan:
+        """Join the race with this code."""
+        return cls(JoinRace(race=code))
+
+    @classmethod
+    def spectate(cls, code: str) -> Plan:
+        """Watch the race with this code."""
+        return cls(Spectate(race=code), watch=True)
+
+
+@dataclass
+class _Link:
+    sentence: str = ""
+    history: list[LinkState] = field(default_factory=list)
+
+
+class NetworkApp(FoursquareApp):
+    """``foursquare play`` and ``foursquare watch``."""
+
+    def __init__(self, connection: Connection, plan: Plan, clock: Clock = time.monotonic) -> None:
+        self.connection = connection
+        self.plan = plan
+        self.clock = clock
+        self.tracker = RaceTracker()
+        self.link = _Link()
+        connection.on_state = self._link_changed
+        super().__init__(self._first_screen_for_plan)
+
+    def _first_screen_for_plan(self) -> Screen[None]:
+        if self.plan.watch:
+            return WatchScreen(self.tracker)
+        return LobbyScreen(self.connection.name)
+
+    def on_mount(self) -> None:
+        """Open the first screen and start talking to the server."""
+        super().on_mount()
+        self.run_worker(self._pump(), name="server", exclusive=True)
+
+    async def _pump(self) -> None:
+        try:
+            async for message in self.connection.messages():
+                await self.receive(message)
+        except ConnectionFailed as failure:
+            await self.switch_screen(FailureScreen(str(failure)))
+
+    # --------------------------------------------------------- link state
+
+    def _link_changed(self, state: LinkState, sentence: str) -> None:
+        self.link.sentence = sentence
+        self.link.history.append(state)
+        self._show_link()
+
+    def _show_link(self) -> None:
+        for widget in self.screen.query("#link"):
+            if isinstance(widget, Static):
+                widget.update(self.link.sentence)
+
+    def say(self, sentence: str) -> None:
+        """Put a sentence on the current screen's message line."""
+        say = getattr(self.screen, "say", None)
+        if callable(say):
+            say(sentence)
+
+    # ------------------------------------------------------------ sending
+
+    async def on_server_request(self, event: ServerRequest) -> None:
+        """A screen wants something sent."""
+        sent = await self.connection.send(event.request)
+        if not sent:
+            if isinstance(event.request, Place) and self.tracker.mirror is not None:
+                self.tracker.mirror.pending = None
+                await self._show_race()
+            self.say("Not sent: the connection is down; it is being restored.")
+
+    async def on_back_to_lobby(self, event: BackToLobby) -> None:
+        """Leave the finished race for the lobby."""
+        self.tracker = RaceTracker()
+        await self.switch_screen(LobbyScreen(self.connection.name))
+        self._show_link()
+
+    # ---------------------------------------------------------- receiving
+
+    async def receive(self, message: ServerMessage) -> None:
+        """Take one message from the server and show what it changed."""
+        if isinstance(message, Welcome):
+            if not message.resumed:
+                await self.connection.send(self.plan.request or ListRaces())
+            self._show_link()
+            return
+        if isinstance(message, Error):
+            if message.in_reply_to == "place" and self.tracker.mirror is not None:
+                self.tracker.mirror.pending = None
+                await self._show_race()
+            if self.plan.watch and message.in_reply_to == "spectate":
+                await self.switch_screen(FailureScreen(describe_error(message)))
+            self.say(describe_error(message))
+            return
+        if isinstance(message, RaceList):
+            if isinstance(self.screen, LobbyScreen):
+                self.screen.show_races(list(message.races))
+            return
+        if isinstance(message, Ok):
+            if message.in_reply_to == "leave_race" and not self.plan.watch:
+                await self.on_back_to_lobby(BackToLobby())
+            return
+        self.tracker.apply(message)
+        tracker, snapshot = self.tracker, self.tracker.snapshot
+        if self.plan.watch:
+            await self._ensure(WatchScreen, lambda: WatchScreen(tracker))
+        elif tracker.finished is not None:
+            await self._ensure(ResultsScreen, lambda: ResultsScreen(tracker))
+        elif snapshot is not None and snapshot.state in (RaceState.LOBBY, RaceState.COUNTDOWN):
+            await self._ensure(WaitingScreen, lambda: WaitingScreen(tracker, self.clock))
+        elif snapshot is not None:
+            await self._ensure(NetworkRaceScreen, lambda: NetworkRaceScreen(tracker, self.clock))
+        flips = tracker.last_flips if isinstance(message, MovePlaced) else []
+        await self._show_race(flips)
+
+    async def _ensure(self, kind: type[Screen[None]], build: Callable[[], Screen[None]]) -> None:
+        """Switch to a new screen from ``build`` unless one of ``kind`` is showing."""
+        if not isinstance(self.screen, kind):
+            await self.switch_screen(build())
+            self._show_link()
+
+    async def _show_race(self, flips: list[Position] | None = None) -> None:
+        """Redraw the current screen from the tracker."""
+        screen = self.screen
+        if isinstance(screen, NetworkRaceScreen):
+            screen.refresh_from_tracker(flips or ())
+        elif isinstance(screen, WatchScreen | WaitingScreen):
+            screen.refresh_from_tracker()

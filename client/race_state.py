@@ -1,0 +1,238 @@
+"""What the client knows of a race, kept up to date from the server's messages.
+
+Plain objects, no I/O and no Textual: the screens draw them, the bots read them, and the
+tests feed them messages directly.
+
+The racer's own board is a *mirror*: a local :class:`~engine.Game` rebuilt from the
+cards the server has shown and the moves it accepted. It lets the client draw the grid,
+mark legal targets and show flips with the engine itself, without ever knowing a card
+it has not been dealt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from client.board import BoardView, PileView
+from client.bots import RacerView
+from engine import DECK, Card, Game, Position, Ruleset, Status
+from protocol import (
+    Boards,
+    CardToPlace,
+    MovePlaced,
+    Progress,
+    ProgressEntry,
+    RaceFinished,
+    RacerBoard,
+    RacerStatus,
+    RaceSnapshot,
+    ServerMessage,
+)
+from protocol.result import RacerOutcome, RacerResult, Verification, rank_racers, verify_result
+
+_DISPLAY_STATUS = {
+    RacerStatus.WAITING: Status.PLAYING,
+    RacerStatus.RACING: Status.PLAYING,
+    RacerStatus.WON: Status.WON,
+    RacerStatus.LOST: Status.LOST,
+    RacerStatus.RESIGNED: Status.LOST,
+    RacerStatus.TIMED_OUT: Status.LOST,
+}
+
+#: Racer statuses that mean the racer's game is over.
+FINISHED_STATUSES = frozenset(
+    {RacerStatus.WON, RacerStatus.LOST, RacerStatus.RESIGNED, RacerStatus.TIMED_OUT}
+)
+
+
+@dataclass
+class RacerMirror:
+    """The racer's own game as far as the racer has seen it."""
+
+    rules: Ruleset
+    cards: list[Card] = field(default_factory=list)
+    """Every card drawn so far, the one in hand last (when there is one)."""
+    moves: list[Position] = field(default_factory=list)
+    stock_left: int = len(DECK) - 1
+    status: RacerStatus = RacerStatus.WAITING
+    pending: tuple[int, Position] | None = None
+    """A move sent and not yet answered: (move number, position)."""
+
+    @property
+    def in_hand(self) -> Card | None:
+        """The card to place now, if the server has dealt it."""
+        if self.status is RacerStatus.RACING and len(self.cards) == len(self.moves) + 1:
+            return self.cards[-1]
+        return None
+
+    @property
+    def move_number(self) -> int:
+        """The number of the next move (1 for the first card)."""
+        return len(self.moves) + 1
+
+    def game(self) -> Game:
+        """The mirror game: the cards seen, then one unseen card so the engine does not
+        end the game for want of stock while the server has not yet dealt the next card.
+        """
+        seen = set(self.cards)
+        spare = [next(card for card in DECK if card not in seen)] if len(seen) < len(DECK) else []
+        game = Game([*self.cards, *spare], self.rules)
+        for move in self.moves:
+            game.play(move)
+        return game
+
+    def receive_card(self, message: CardToPlace) -> None:
+        """The server dealt the card for move ``message.move``."""
+        if message.move == self.move_number + 1 and self.pending is not None:
+            # The move we sent was applied but its answer was lost with the connection.
+            self.moves.append(self.pending[1])
+        if message.move != self.move_number:
+            return
+        if len(self.cards) > len(self.moves):
+            self.cards[len(self.moves)] = message.card
+        else:
+            self.cards.append(message.card)
+        self.pending = None
+        self.stock_left = message.stock_left
+        self.status = RacerStatus.RACING
+
+    def receive_placed(self, message: MovePlaced) -> list[Position]:
+        """The server accepted a move; returns the positions that flipped."""
+        if message.move != self.move_number:
+            return []  # an answer we have already applied (resent after a resume)
+        if len(self.cards) == len(self.moves):
+            self.cards.append(message.card)
+        self.moves.append(message.position)
+        self.pending = None
+        self.stock_left = message.stock_left
+        self.status = message.status
+        return [flip.position for flip in message.flips]
+
+    def view(self) -> BoardView:
+        """The board to draw."""
+        board = BoardView.from_game(self.game(), self.stock_left)
+        status = _DISPLAY_STATUS[self.status]
+        if self.in_hand is None or self.pending is not None:
+            return replace(board, card=None, targets=(), status=status)
+        return replace(board, status=status)
+
+    def racer_view(self) -> RacerView:
+        """What a bot needs to choose the next move."""
+        return RacerView(self.rules, tuple(self.cards), tuple(self.moves))
+
+
+def board_view(board: RacerBoard, rules: Ruleset, status: RacerStatus) -> BoardView:
+    """A spectator's board: face-down tops stay hidden, whatever the wire says."""
+    piles = {
+        pile.position: PileView(pile.cards[-1] if pile.face_up else None, pile.face_up,
+                                len(pile.cards))
+        for pile in board.piles
+    }
+    face_down = sum(1 for pile in board.piles if not pile.face_up)
+    return BoardView(
+        rules=rules,
+        piles=piles,
+        stock_left=max(len(DECK) - board.shown, 0),
+        face_down=face_down,
+        cards_played=board.shown,
+        status=_DISPLAY_STATUS[status],
+    )
+
+
+def _as_result(entry: ProgressEntry) -> RacerResult:
+    """A progress line in the result record's shape, to share its standings rule."""
+    outcome = (
+        RacerOutcome(entry.status.value) if entry.status in FINISHED_STATUSES
+        else RacerOutcome.TIMED_OUT  # still racing ranks like a racer out of time
+    )
+    finish = entry.finish_ms / 1000 if entry.finish_ms is not None else None
+    return RacerResult(entry.racer, entry.name, entry.bot, outcome, entry.score, finish,
+                       entry.cards_played, entry.face_up, entry.face_down, ())
+
+
+@dataclass
+class RaceTracker:
+    """One race as this client sees it, from joining (or watching) to the result."""
+
+    snapshot: RaceSnapshot | None = None
+    commitment: str | None = None
+    """The seed commitment as first published, kept to check the revealed seed against."""
+    progress: dict[str, ProgressEntry] = field(default_factory=dict)
+    boards: dict[str, RacerBoard] = field(default_factory=dict)
+    mirror: RacerMirror | None = None
+    finished: RaceFinished | None = None
+    last_flips: list[Position] = field(default_factory=list)
+
+    @property
+    def race(self) -> str | None:
+        """The race's id (what messages about it carry), once known."""
+        return self.snapshot.race if self.snapshot is not None else None
+
+    @property
+    def code(self) -> str | None:
+        """The code others join the race with (its id for public races)."""
+        if self.snapshot is None:
+            return None
+        return self.snapshot.code or self.snapshot.race
+
+    @property
+    def rules(self) -> Ruleset:
+        """The race's ruleset (the default until the snapshot arrives)."""
+        return self.snapshot.options.ruleset if self.snapshot is not None else Ruleset()
+
+    @property
+    def you(self) -> str | None:
+        """Our racer id, or ``None`` when watching."""
+        return self.snapshot.you if self.snapshot is not None else None
+
+    def names(self) -> dict[str, str]:
+        """Racer names by id."""
+        if self.snapshot is None:
+            return {}
+        return {racer.racer: racer.name for racer in self.snapshot.racers}
+
+    def apply(self, message: ServerMessage) -> None:
+        """Take in one message from the server (messages of other races are ignored)."""
+        if isinstance(message, RaceSnapshot):
+            self._apply_snapshot(message)
+        elif getattr(message, "race", None) != self.race:
+            return
+        elif isinstance(message, Progress):
+            self.progress.update((entry.racer, entry) for entry in message.racers)
+        elif isinstance(message, CardToPlace) and self.mirror is not None:
+            self.mirror.receive_card(message)
+        elif isinstance(message, MovePlaced) and self.mirror is not None:
+            self.last_flips = self.mirror.receive_placed(message)
+        elif isinstance(message, Boards):
+            self.boards.update((board.racer, board) for board in message.boards)
+        elif isinstance(message, RaceFinished):
+            self.finished = message
+
+    def _apply_snapshot(self, snapshot: RaceSnapshot) -> None:
+        if snapshot.race != self.race:
+            self.commitment, self.progress, self.boards = snapshot.commitment, {}, {}
+            self.mirror, self.finished = None, None
+        self.snapshot = snapshot
+        self.progress.update((entry.racer, entry) for entry in snapshot.progress)
+        if snapshot.you is not None and self.mirror is None:
+            self.mirror = RacerMirror(snapshot.options.ruleset)
+
+    def leaderboard(self) -> list[ProgressEntry]:
+        """Every racer, best first, by the standings rule applied to the progress so far."""
+        ranked = rank_racers(_as_result(entry) for entry in self.progress.values())
+        return [self.progress[result.racer_id] for result in ranked]
+
+    def verify(self) -> Verification:
+        """Check the result: the seed against the commitment seen before the start, and
+        every racer's claimed result against a replay of its moves on a fresh deal.
+        """
+        finished = self.finished
+        if finished is None:
+            return Verification(("the race has not finished",))
+        try:
+            record = finished.to_result()
+        except ValueError as error:
+            return Verification((str(error),))
+        # Check against the commitment published before the start, not the one sent with
+        # the seed: a server could otherwise reveal any seed with a matching commitment.
+        return verify_result(replace(record, commitment=self.commitment or ""))

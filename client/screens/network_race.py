@@ -1,0 +1,81 @@
+"""The race screen in a network race: moves go to the server, opponents race alongside."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.widget import Widget
+from textual.widgets import Static
+
+from client.race_state import RaceTracker
+from client.screens.race import Clock, RaceScreen
+from client.screens.requests import ServerRequest
+from client.widgets.leaderboard import Leaderboard
+from engine import Position
+from protocol import Place, RacerStatus, Resign
+
+
+class NetworkRaceScreen(RaceScreen):
+    """The racer's own grid from the mirror, the others as progress bars."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+x", "resign", "resign"),
+        Binding("q", "leave", "quit"),
+    ]
+
+    def __init__(self, tracker: RaceTracker, clock: Clock = time.monotonic) -> None:
+        super().__init__(f"Race {tracker.code}", clock)
+        self.tracker = tracker
+
+    def compose_side(self) -> Iterable[Widget]:
+        """The opponents panel and the link state."""
+        yield Leaderboard("Racers", id="opponents")
+        yield Static("", id="link")
+
+    def on_mount(self) -> None:
+        """Draw the race as it stands and start the clock from the server's start time."""
+        super().on_mount()
+        snapshot = self.tracker.snapshot
+        if snapshot is not None and snapshot.started_at is not None:
+            self.start_clock((snapshot.server_time - snapshot.started_at) / 1000)
+        else:
+            self.start_clock()
+        self.refresh_from_tracker()
+        self.say("Race! Arrows or hjkl and Enter (or click) to place; ctrl+x resigns.")
+
+    def refresh_from_tracker(self, flipped: Iterable[Position] = ()) -> None:
+        """Redraw the grid, the status panel and the opponents."""
+        mirror = self.tracker.mirror
+        if mirror is not None:
+            self.show_board(mirror.view(), flipped)
+            if mirror.status in (RacerStatus.WON, RacerStatus.LOST, RacerStatus.RESIGNED):
+                self.stop_clock()
+        self.query_one("#opponents", Leaderboard).show(
+            self.tracker.leaderboard(), self.tracker.you,
+            self.tracker.rules.grid_size ** 2,
+        )
+
+    def place(self, position: Position) -> None:
+        """Send the move; the board changes when the server accepts it."""
+        mirror, code = self.tracker.mirror, self.tracker.race
+        if mirror is None or code is None or mirror.in_hand is None or mirror.pending:
+            return
+        reason = mirror.game().why_illegal(position)
+        if reason is not None:
+            self.say(f"Not there: {reason}.")
+            return
+        mirror.pending = (mirror.move_number, position)
+        self.post_message(
+            ServerRequest(Place(race=code, move=mirror.move_number, row=position[0],
+                                col=position[1]))
+        )
+        self.refresh_from_tracker()
+
+    def action_resign(self) -> None:
+        """Give up this race."""
+        code = self.tracker.race
+        if code is not None:
+            self.post_message(ServerRequest(Resign(race=code)))

@@ -1,0 +1,19 @@
+"""How a screen asks the app to send something to the server."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from protocol import ClientMessage
+
+
+class ServerRequest(Message):
+    """Send ``request`` to the server; the app owns the connection and does it."""
+
+    def __init__(self, request: ClientMessage) -> None:
+        super().__init__()
+        self.request = request
+
+
+class BackToLobby(Message):
+    """The player is done with this race and wants the lobby again."""

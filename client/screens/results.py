@@ -1,0 +1,110 @@
+"""The result of a race: standings, the player's moves, and the seed checked locally."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from client.race_state import RaceTracker
+from client.screens.requests import BackToLobby
+from client.widgets.leaderboard import ordinal
+from engine import format_moves
+from protocol import RaceFinished, RacerStatus
+
+_RESULT_WORDS = {
+    RacerStatus.WON: "won",
+    RacerStatus.LOST: "lost",
+    RacerStatus.RESIGNED: "resigned",
+    RacerStatus.TIMED_OUT: "out of time",
+}
+
+
+def verification_line(tracker: RaceTracker) -> str:
+    """The seed and whether this client could confirm the whole result by replaying it."""
+    finished = tracker.finished
+    if finished is None:
+        return ""
+    check = tracker.verify()
+    if check.ok:
+        mark = (
+            "✓ verified: the seed matches the commitment published before the start, and "
+            "every racer's moves replay to the result claimed"
+        )
+    else:
+        mark = "✗ NOT verified: " + "; ".join(check.problems)
+    return f"Seed {finished.seed}\n{mark}"
+
+
+def standings_rows(finished: RaceFinished, you: str | None) -> list[tuple[Text, ...]]:
+    """One row per racer: place, name, result, score, cards played, time."""
+    rows: list[tuple[Text, ...]] = []
+    for standing in finished.standings:
+        seconds = (
+            f"{standing.finish_ms / 1000:.1f} s" if standing.finish_ms is not None else "—"
+        )
+        name = standing.name + (" (you)" if standing.racer == you else "")
+        rows.append((
+            Text(ordinal(standing.place)),
+            Text(name + (" [bot]" if standing.bot else "")),
+            Text(_RESULT_WORDS.get(standing.status, standing.status.value)),
+            Text("" if standing.score is None else str(standing.score)),
+            Text(str(standing.cards_played)),
+            Text(seconds),
+        ))
+    return rows
+
+
+class ResultsScreen(Screen[None]):
+    """After the race: ``n`` goes back to the lobby for another."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "next_race", "another race"),
+        Binding("q", "quit_app", "quit"),
+    ]
+
+    def __init__(self, tracker: RaceTracker) -> None:
+        super().__init__()
+        self.tracker = tracker
+
+    def compose(self) -> ComposeResult:
+        """Standings table, then the seed check, then the player's moves."""
+        yield Static(f"Race {self.tracker.code} · results", id="title")
+        yield DataTable(id="standings", cursor_type="none")
+        yield Static("", id="verified")
+        yield Static("", id="my-moves")
+        yield Static("", id="link")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Fill in the result."""
+        finished = self.tracker.finished
+        if finished is None:
+            return
+        table = self.query_one("#standings", DataTable)
+        table.add_columns("place", "racer", "result", "score", "played", "time")
+        for row in standings_rows(finished, self.tracker.you):
+            table.add_row(*row)
+        self.query_one("#verified", Static).update(Text(verification_line(self.tracker)))
+        mine = [s for s in finished.standings if s.racer == self.tracker.you]
+        if mine:
+            self.query_one("#my-moves", Static).update(
+                Text(f"Your moves: {format_moves(mine[0].moves) or '(none)'}")
+            )
+
+    @property
+    def verified_text(self) -> str:
+        """The verification line as shown."""
+        return str(self.query_one("#verified", Static).render())
+
+    def action_next_race(self) -> None:
+        """Back to the lobby."""
+        self.post_message(BackToLobby())
+
+    def action_quit_app(self) -> None:
+        """Leave the client."""
+        self.app.exit(0)

@@ -1,0 +1,92 @@
+"""Watching a race: every board tiled, a live leaderboard, the fog shown for what it is."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from client.race_state import RaceTracker, board_view
+from client.screens.results import verification_line
+from client.widgets.grid import GridView
+from client.widgets.leaderboard import Leaderboard
+from protocol import RacerStatus, RaceState
+
+
+class WatchScreen(Screen[None]):
+    """A spectator's view of one race."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit_app", "quit")]
+
+    def __init__(self, tracker: RaceTracker) -> None:
+        super().__init__()
+        self.tracker = tracker
+        self._tiles: dict[str, GridView] = {}
+        """Each racer's board widget, by racer id."""
+
+    def compose(self) -> ComposeResult:
+        """Tiles on the left, leaderboard and race facts on the right."""
+        yield Static("Watching", id="title")
+        with Horizontal(id="main"):
+            yield Grid(id="tiles")
+            with Vertical(id="side"):
+                yield Leaderboard("Leaderboard", id="leaderboard")
+                yield Static("", id="fog")
+                yield Static("", id="verified")
+                yield Static("", id="link")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Draw what is known."""
+        self.refresh_from_tracker()
+
+    def say(self, message: str) -> None:
+        """A sentence under the leaderboard."""
+        self.query_one("#fog", Static).update(Text(message))
+
+    def refresh_from_tracker(self) -> None:
+        """Redraw tiles and leaderboard from the tracker."""
+        tracker, snapshot = self.tracker, self.tracker.snapshot
+        if snapshot is None:
+            return
+        state = "finished" if tracker.finished else snapshot.state.value
+        self.query_one("#title", Static).update(
+            Text(f"Watching race {snapshot.race} · {state} · {len(snapshot.racers)} racers")
+        )
+        names = tracker.names()
+        tiles = self.query_one("#tiles", Grid)
+        for racer in names:
+            if racer not in self._tiles:
+                grid = GridView(interactive=False, compact=True)
+                self._tiles[racer] = grid
+                tiles.mount(Vertical(Static(Text(names[racer]), classes="tile-name"), grid,
+                                     classes="tile"))
+        for racer, board in tracker.boards.items():
+            progress = tracker.progress.get(racer)
+            status = progress.status if progress is not None else RacerStatus.WAITING
+            if racer in self._tiles:
+                self._tiles[racer].show(board_view(board, tracker.rules, status))
+        self.query_one("#leaderboard", Leaderboard).show(
+            tracker.leaderboard(), None, tracker.rules.grid_size ** 2
+        )
+        fogged = snapshot.options.fog and tracker.finished is None
+        shown = min((b.shown for b in tracker.boards.values()), default=0)
+        if snapshot.state is RaceState.LOBBY or snapshot.state is RaceState.COUNTDOWN:
+            self.say("The race has not started yet.")
+        elif fogged:
+            self.say(
+                f"Fog: boards show only the cards every racer still racing has drawn "
+                f"(the first {shown}); face-down cards are hidden from everyone."
+            )
+        else:
+            self.say("Boards show every move; face-down cards stay hidden.")
+        self.query_one("#verified", Static).update(Text(verification_line(tracker)))
+
+    def action_quit_app(self) -> None:
+        """Leave the client."""
+        self.app.exit(0)
