@@ -1,0 +1,61 @@
+"""Races for tournament tests: real races played by bots, or results written by hand."""
+
+from __future__ import annotations
+
+import zlib
+
+from client.bots import RacerView, RandomStrategy
+from engine import Card, Position
+from protocol.result import RaceResult, RacerOutcome, RacerResult
+from server.race import CardToPlace, Join, Race, Start
+from server.tournament import RaceOrdered, TournamentSettings
+
+
+def play_order(order: RaceOrdered, settings: TournamentSettings, now: float) -> RaceResult:
+    """Hold the race ``order`` asks for, all at time ``now``, and return its result.
+
+    Each entrant is played by the random bot seeded with its id, so that entrants sharing
+    a seed still play different games.
+    """
+    race = Race(order.race_id, order.seed, settings.race_options(len(order.entrants)))
+    for entrant_id in order.entrants:
+        race.apply(Join(entrant_id, entrant_id, bot=True), now)
+    pending = [s.event for s in race.apply(Start(), now) if isinstance(s.event, CardToPlace)]
+    cards: dict[str, list[Card]] = {entrant_id: [] for entrant_id in order.entrants}
+    moves: dict[str, list[Position]] = {entrant_id: [] for entrant_id in order.entrants}
+    bots = {e: RandomStrategy(seed=zlib.crc32(e.encode())) for e in order.entrants}
+    while pending:
+        card = pending.pop()
+        cards[card.racer_id].append(card.card)
+        view = RacerView(settings.ruleset, tuple(cards[card.racer_id]), tuple(moves[card.racer_id]))
+        move = bots[card.racer_id].choose(view)
+        moves[card.racer_id].append(move)
+        sends = race.place(card.racer_id, card.move_number, move, now)
+        pending.extend(s.event for s in sends if isinstance(s.event, CardToPlace))
+    assert race.result is not None
+    return race.result
+
+
+def won(racer_id: str, score: int, time: float) -> RacerResult:
+    """A hand-written line: ``racer_id`` won with ``score`` cards left after ``time`` s."""
+    return RacerResult(
+        racer_id, racer_id, False, RacerOutcome.WON, score, time, 40 - score, 16, 0, ()
+    )
+
+
+def lost(racer_id: str, face_up: int, played: int = 20) -> RacerResult:
+    """A hand-written line: ``racer_id`` lost with ``face_up`` cards up after ``played``."""
+    return RacerResult(
+        racer_id, racer_id, False, RacerOutcome.LOST, None, 60.0, played, face_up, 5, ()
+    )
+
+
+def no_show(racer_id: str) -> RacerResult:
+    """A hand-written line: ``racer_id`` made no move before the time limit."""
+    return RacerResult(racer_id, racer_id, False, RacerOutcome.TIMED_OUT, None, None, 0, 0, 0, ())
+
+
+def result_of(order: RaceOrdered, *lines: RacerResult) -> RaceResult:
+    """The result of ``order``'s race with the given lines."""
+    assert {line.racer_id for line in lines} == set(order.entrants)
+    return RaceResult.build(order.race_id, order.seed, TournamentSettings("x").ruleset, lines)
