@@ -28,7 +28,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from protocol.result import RaceResult
 from server.race import (
@@ -126,7 +126,14 @@ class ResultRecord:
     finished_at: float
 
 
-Record = PlayerRecord | RaceOpened | CommandRecord | ResultRecord
+class StoredRecord(Protocol):
+    """A record of another module's tables (tournaments): it writes itself in the batch's
+    transaction, so it commits together with the race records written beside it."""
+
+    def store(self, connection: sqlite3.Connection) -> None: ...
+
+
+Record = PlayerRecord | RaceOpened | CommandRecord | ResultRecord | StoredRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,3 +385,5 @@ def _insert(connection: sqlite3.Connection, record: Record) -> None:
             connection.execute(
                 "UPDATE races SET finished_at = ? WHERE race_id = ?", (finished_at, race_id)
             )
+        case _:
+            record.store(connection)
