@@ -1,0 +1,121 @@
+"""``foursquare serve`` (the race server) and ``foursquare verify`` (check a saved result)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from protocol.result import RaceResult
+
+Subparsers = Any  # argparse's _SubParsersAction is private
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``serve`` and ``verify`` to the ``foursquare`` command."""
+    serve_parser = subparsers.add_parser(
+        "serve",
+        help="run the race server",
+        description="Run the race server. Each flag can also be set by an environment "
+        "variable: FOURSQUARE_HOST, FOURSQUARE_PORT, FOURSQUARE_DB (flags win).",
+    )
+    serve_parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve_parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
+    serve_parser.add_argument("--db", help="SQLite journal file (default foursquare.db)")
+    serve_parser.add_argument(
+        "--quick-countdown",
+        type=float,
+        help="seconds of countdown in quick races once they have their minimum (default 5)",
+    )
+    serve_parser.set_defaults(run=run_serve)
+
+    verify_parser = subparsers.add_parser(
+        "verify",
+        help="re-deal, replay and check a saved race result",
+        description="Check a race result saved as JSON (the 'finished' record): the seed "
+        "against its commitment, every move, every outcome and the standings.",
+    )
+    verify_parser.add_argument("file", type=Path, help="the result, as JSON")
+    verify_parser.set_defaults(run=run_verify)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Run the server until SIGTERM or SIGINT."""
+    import asyncio
+    import dataclasses
+
+    from server.app import run_server
+    from server.config import ServerConfig
+    from server.logs import configure_logging
+
+    try:
+        config = ServerConfig.from_environment(host=args.host, port=args.port, db=args.db)
+        if args.quick_countdown is not None:
+            config = dataclasses.replace(config, quick_countdown=args.quick_countdown)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    configure_logging()
+
+    def started(server: Any) -> None:
+        # One plain line on stdout, for people and for scripts waiting for the port.
+        print(f"foursquare server listening on {server.url}", flush=True)
+
+    try:
+        asyncio.run(run_server(config, started))
+    except OSError as error:
+        print(f"error: cannot serve on {config.host}:{config.port}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """Print whether the result holds up; exit 0 if it does, 1 if not, 2 if unreadable."""
+    try:
+        result = read_result(args.file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        print(f"error: cannot read a result from {args.file}: {error}", file=sys.stderr)
+        return 2
+    from protocol.result import verify_result
+
+    verification = verify_result(result)
+    print(f"race {result.race_id}: seed {result.seed!r}, commitment {result.commitment[:16]}...")
+    for place, entry in enumerate(result.racers, start=1):
+        bot = " [bot]" if entry.bot else ""
+        score = f" score {entry.score}" if entry.score is not None else ""
+        print(f"  {place}. {entry.name}{bot}: {entry.outcome.value}{score}, "
+              f"{entry.cards_played} cards, {entry.face_up} face up")
+    if verification.ok:
+        print("verified: the seed matches its commitment and every claim replays")
+        return 0
+    for problem in verification.problems:
+        print(f"REFUTED: {problem}")
+    return 1
+
+
+
+
+def read_result(text: str) -> RaceResult:
+    """A result from JSON: the record the server stores, or a ``finished`` message as a map
+    (what a client saves); raises ``ValueError`` if it is neither."""
+    import msgpack
+
+    from protocol import ProtocolError, RaceFinished, decode_server
+    from protocol.result import RaceResult
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON: {error}") from None
+    if isinstance(data, dict) and data.get("type") == RaceFinished.TYPE:
+        try:
+            message = decode_server(msgpack.packb(data, use_bin_type=True))
+        except ProtocolError as error:
+            raise ValueError(str(error)) from None
+        if not isinstance(message, RaceFinished):
+            raise ValueError("not a finished message")
+        return message.to_result()
+    return RaceResult.from_dict(data)

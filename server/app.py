@@ -1,0 +1,724 @@
+"""The network shell: websockets connections, sessions, the lobby, HTTP health and metrics.
+
+Everything here is I/O and bookkeeping: frames are decoded by :mod:`protocol`, race
+commands go to the race's :class:`~server.host.RaceHost`, and the pure
+:class:`~server.race.Race` decides. One :class:`RaceServer` per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http
+import secrets
+import signal
+from collections.abc import Callable
+
+from websockets import broadcast
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+import protocol
+from protocol import (
+    PROTOCOL_VERSION,
+    ClientMessage,
+    CloseCode,
+    ErrorCode,
+    Limits,
+    ProtocolError,
+    Role,
+    SeedPolicy,
+    ServerMessage,
+    decode_client,
+    encode,
+)
+from server import race as core
+from server.config import ServerConfig
+from server.host import RaceHost
+from server.journal import Journal, PlayerRecord, RaceOpened, rebuild
+from server.logs import log_event
+from server.metrics import Metrics
+from server.outgoing import millis, race_options
+from server.rate_limit import TokenBucket
+from server.sessions import Session, SessionRegistry
+
+SERVER_INFO = protocol.ServerInfo(name="foursquare", version="0.1.0")
+
+# Race ids double as the codes people type to join: no 0/O or 1/I/L to confuse.
+_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+_CODE_LENGTH = 8
+
+
+class _Refused(Exception):
+    """A request the server refuses, with the error code to answer it with."""
+
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class RaceServer:
+    """The race server: start it, then serve until :meth:`stop`.
+
+    ``url`` and ``port`` are known once :meth:`start` returns (port 0 picks a free one).
+    """
+
+    def __init__(self, config: ServerConfig):
+        self.config = config
+        self.limits = Limits()
+        self.metrics = Metrics()
+        self.metrics.open_connections = lambda: len(self.connections)
+        self.metrics.races_by_phase = self._races_by_phase
+        self.sessions = SessionRegistry()
+        self.hosts: dict[str, RaceHost] = {}
+        self.connections: set[ServerConnection] = set()
+        self.port = config.port
+        self.stopping = False
+        self._journal: Journal | None = None
+        self._server: Server | None = None
+        self._stopped = asyncio.Event()
+        self._closing: set[asyncio.Task[None]] = set()
+        """Connections being closed in the background (held so the tasks are not lost)."""
+
+    @property
+    def url(self) -> str:
+        """The websocket URL clients connect to."""
+        return f"ws://{self.config.host}:{self.port}"
+
+    @property
+    def journal(self) -> Journal:
+        """The open journal (after :meth:`start`)."""
+        if self._journal is None:
+            raise RuntimeError("the server has not started")
+        return self._journal
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Open the journal, recover unfinished races, and listen."""
+        self._journal = await asyncio.to_thread(Journal, self.config.db)
+        await asyncio.to_thread(self._recover)
+        self._server = await serve(
+            self._handle,
+            self.config.host,
+            self.config.port,
+            process_request=self._process_request,
+            compression=None,
+            max_size=self.limits.max_client_frame,
+            open_timeout=self.config.handshake_timeout,
+            ping_interval=self.config.ping_interval,
+            ping_timeout=self.config.ping_timeout,
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        log_event("server_start", url=self.url, db=self.config.db, races=len(self.hosts))
+
+    async def stop(self) -> None:
+        """Shut down gracefully: stop accepting, flush every race and the journal, then
+        close every connection with 1001 (going away) so clients know to resume later."""
+        if self.stopping:
+            await self._stopped.wait()
+            return
+        self.stopping = True
+        log_event("server_stopping", connections=len(self.connections), races=len(self.hosts))
+        if self._server is not None:
+            self._server.close(close_connections=False)
+        await asyncio.gather(*(host.drain() for host in self.hosts.values()))
+        if self._journal is not None:
+            await asyncio.to_thread(self._journal.close)
+        closing = [
+            connection.close(CloseCode.GOING_AWAY, "the server is shutting down")
+            for connection in list(self.connections)
+        ]
+        await asyncio.gather(*closing, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+        for host in self.hosts.values():
+            host.stop()
+        log_event("server_stop")
+        self._stopped.set()
+
+    async def serve_until_signalled(self) -> None:
+        """Run until SIGTERM or SIGINT, then :meth:`stop`."""
+        loop = asyncio.get_running_loop()
+        signalled = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, signalled.set)
+        await signalled.wait()
+        await self.stop()
+
+    def _recover(self) -> None:
+        """Bring back every player and every unfinished race from the journal."""
+        recovered = Journal.load(self.config.db)
+        for player in recovered.players:
+            self.sessions.add(Session(player.player_id, player.token_hash, player.name, player.bot))
+        for stored in recovered.races:
+            race = rebuild(stored)
+            if not race.racer_ids:
+                continue  # a lobby everyone left: nothing to come back to
+            self.hosts[race.race_id] = self._host(race)
+            for racer_id in race.racer_ids:
+                session = self.sessions.get(racer_id)
+                if session is not None:
+                    session.race_id = race.race_id
+            log_event(
+                "race_recovered",
+                race=race.race_id,
+                phase=race.phase.value,
+                commands=len(stored.commands),
+            )
+
+    def _host(self, race: core.Race, opened: RaceOpened | None = None) -> RaceHost:
+        return RaceHost(
+            race,
+            journal=self.journal,
+            sessions=self.sessions,
+            metrics=self.metrics,
+            clock=self.config.clock,
+            on_finished=self._race_finished,
+            first_records=[opened] if opened else [],
+        )
+
+    def _race_finished(self, host: RaceHost) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.config.finished_linger, self._forget, host)
+
+    def _forget(self, host: RaceHost) -> None:
+        if self.hosts.get(host.race_id) is host:
+            del self.hosts[host.race_id]
+        host.stop()
+
+    def _races_by_phase(self) -> dict[str, int]:
+        counts = {phase.value: 0 for phase in core.Phase}
+        for host in self.hosts.values():
+            counts[host.race.phase.value] += 1
+        return counts
+
+    # ----------------------------------------------------------------- HTTP
+
+    def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/healthz":
+            if self.stopping:
+                return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "stopping\n")
+            return connection.respond(http.HTTPStatus.OK, "ok\n")
+        if path == "/metrics":
+            response = connection.respond(http.HTTPStatus.OK, self.metrics.render())
+            response.headers = Headers(
+                [(k, v) for k, v in response.headers.raw_items() if k.lower() != "content-type"]
+            )
+            response.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
+            return response
+        return None
+
+    # ------------------------------------------------------------ websocket
+
+    async def _handle(self, connection: ServerConnection) -> None:
+        self.connections.add(connection)
+        self.metrics.connections_total += 1
+        log_event("connection_open", connection=str(connection.id), remote=_remote(connection))
+        session: Session | None = None
+        try:
+            session = await self._greet(connection)
+            if session is not None:
+                await self._converse(connection, session)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.connections.discard(connection)
+            if session is not None and session.connection is connection:
+                self._detach(session, connection)
+            log_event(
+                "connection_close",
+                connection=str(connection.id),
+                session=session.session_id if session else None,
+                code=connection.close_code,
+                reason=connection.close_reason,
+            )
+
+    async def _greet(self, connection: ServerConnection) -> Session | None:
+        """Wait for ``hello`` and answer it; ``None`` if the connection is to end."""
+        try:
+            async with asyncio.timeout(self.config.handshake_timeout):
+                bad = 0
+                while True:
+                    frame = await connection.recv()
+                    try:
+                        message = decode_client(frame, self.limits)
+                    except ProtocolError as error:
+                        if not await self._refuse(connection, error, error.close_code):
+                            return None
+                        bad += 1
+                        if bad >= self.config.bad_messages:
+                            await connection.close(CloseCode.PROTOCOL_ERROR, "too many bad frames")
+                            return None
+                        continue
+                    if isinstance(message, protocol.Hello):
+                        return await self._hello(connection, message)
+                    await self._refuse(
+                        connection,
+                        ProtocolError(
+                            ErrorCode.HELLO_REQUIRED,
+                            f"say hello first, not {message.TYPE}",
+                            in_reply_to=message.TYPE,
+                            reply_to=message.id,
+                        ),
+                    )
+        except TimeoutError:
+            await connection.close(CloseCode.HANDSHAKE_TIMEOUT, "no hello in time")
+            return None
+
+    async def _hello(self, connection: ServerConnection, hello: protocol.Hello) -> Session | None:
+        if self.stopping:
+            await self._refuse(
+                connection,
+                ProtocolError(ErrorCode.SHUTTING_DOWN, "the server is shutting down"),
+                CloseCode.GOING_AWAY,
+            )
+            return None
+        resumed = hello.resume is not None
+        if hello.resume is not None:
+            found = self.sessions.resume(hello.resume)
+            if found is None:
+                await self._refuse(
+                    connection,
+                    ProtocolError(
+                        ErrorCode.INVALID_TOKEN,
+                        "this resume token is unknown: say hello without it",
+                        in_reply_to="hello",
+                        reply_to=hello.id,
+                    ),
+                    CloseCode.INVALID_TOKEN,
+                )
+                return None
+            session, token = found, hello.resume
+            previous = session.connection
+            if previous is not None and previous is not connection:
+                session.connection = None
+                self._detach(session, previous, quietly=True)
+                closing = asyncio.create_task(
+                    previous.close(CloseCode.REPLACED, "resumed elsewhere")
+                )
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+        else:
+            session, token = self.sessions.create(hello.name, hello.bot, hello.role)
+            await self.journal.write(
+                PlayerRecord(
+                    session.session_id, session.token_hash, session.name, session.bot, self._now()
+                )
+            )
+        session.connection = connection
+        log_event(
+            "hello",
+            connection=str(connection.id),
+            session=session.session_id,
+            name=session.name,
+            bot=session.bot,
+            role=session.role.value,
+            resumed=resumed,
+            client=hello.client,
+        )
+        welcome = protocol.Welcome(
+            session=session.session_id,
+            resume=token,
+            name=session.name,
+            role=session.role,
+            bot=session.bot,
+            protocol_version=PROTOCOL_VERSION,
+            server=SERVER_INFO,
+            server_time=millis(self._now()),
+            resumed=resumed,
+            reply_to=hello.id,
+        )
+        await connection.send(encode(welcome))
+        if resumed:
+            self._send_state(connection, session)
+        return session
+
+    def _send_state(self, connection: ServerConnection, session: Session) -> None:
+        """After a resume: the race the session races in, and the races it watches."""
+        host = self.hosts.get(session.race_id) if session.race_id else None
+        if host is not None and host.race.has_racer(session.session_id):
+            host.tell(connection, *host.messages_for_racer(session.session_id, None))
+        for race_id in list(session.watching):
+            watched = self.hosts.get(race_id)
+            if watched is None:
+                session.watching.discard(race_id)
+                continue
+            watched.add_spectator(connection)
+            watched.tell(connection, *watched.messages_for_spectator(None))
+
+    def _detach(
+        self, session: Session, connection: ServerConnection, quietly: bool = False
+    ) -> None:
+        """The session's connection is gone: stop feeding it, and free lobby seats."""
+        if session.connection is connection:
+            session.connection = None
+        for race_id in session.watching:
+            watched = self.hosts.get(race_id)
+            if watched is not None:
+                watched.remove_spectator(connection)
+        host = self.hosts.get(session.race_id) if session.race_id else None
+        if quietly or self.stopping or host is None:
+            return
+        if host.race.phase in (core.Phase.LOBBY, core.Phase.COUNTDOWN):
+            with contextlib.suppress(core.RaceError):
+                host.apply(core.Disconnect(session.session_id))
+                session.race_id = None
+                self._drop_if_empty(host)
+
+    async def _converse(self, connection: ServerConnection, session: Session) -> None:
+        """Read, check and handle messages until the connection ends."""
+        bucket = TokenBucket(self.config.rate_per_second, self.config.rate_burst, self._now())
+        strikes = bad = 0
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                async with asyncio.timeout(self.config.idle_timeout):
+                    frame = await connection.recv()
+            except TimeoutError:
+                await connection.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
+                return
+            received_at = loop.time()
+            if not bucket.allow(self._now()):
+                strikes += 1
+                await self._refuse(
+                    connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages")
+                )
+                if strikes >= self.config.rate_strikes:
+                    await connection.close(CloseCode.RATE_LIMITED, "rate limit")
+                    return
+                continue
+            try:
+                message = decode_client(frame, self.limits)
+            except ProtocolError as error:
+                bad += 1
+                if not await self._refuse(connection, error, error.close_code):
+                    return
+                if bad >= self.config.bad_messages:
+                    await connection.close(CloseCode.PROTOCOL_ERROR, "too many bad messages")
+                    return
+                continue
+            await self._answer(connection, session, message, received_at)
+
+    async def _answer(
+        self,
+        connection: ServerConnection,
+        session: Session,
+        message: ClientMessage,
+        received_at: float,
+    ) -> None:
+        try:
+            if self.stopping:
+                raise _Refused(ErrorCode.SHUTTING_DOWN, "the server is shutting down")
+            self._dispatch(connection, session, message, received_at)
+        except (_Refused, core.RaceError) as refusal:
+            code = (
+                ErrorCode(refusal.code.value)
+                if isinstance(refusal, core.RaceError)
+                else refusal.code
+            )
+            await self._refuse(
+                connection,
+                ProtocolError(
+                    code, refusal.message, in_reply_to=message.TYPE, reply_to=message.id
+                ),
+            )
+        except Exception as error:  # a bug must cost one answer, never the connection
+            log_event("internal_error", message=message.TYPE, error=repr(error))
+            await self._refuse(
+                connection,
+                ProtocolError(
+                    ErrorCode.INTERNAL_ERROR,
+                    "the server failed to handle this message",
+                    in_reply_to=message.TYPE,
+                    reply_to=message.id,
+                ),
+            )
+
+    async def _refuse(
+        self,
+        connection: ServerConnection,
+        error: ProtocolError,
+        close_code: CloseCode | None = None,
+    ) -> bool:
+        """Send an ``error``; close the connection if ``close_code``. Whether it stays open."""
+        self.metrics.errors[error.code.value] += 1
+        log_event(
+            "error_sent",
+            connection=str(connection.id),
+            code=error.code.value,
+            message=error.message,
+            in_reply_to=error.in_reply_to,
+        )
+        reply = protocol.Error(
+            code=error.code,
+            message=error.message[:1000],
+            in_reply_to=error.in_reply_to,
+            reply_to=error.reply_to,
+        )
+        with contextlib.suppress(ConnectionClosed):
+            await connection.send(encode(reply))
+        if close_code is not None:
+            await connection.close(close_code, error.code.value)
+            return False
+        return True
+
+    # ------------------------------------------------------------- requests
+
+    def _dispatch(
+        self,
+        connection: ServerConnection,
+        session: Session,
+        message: ClientMessage,
+        received_at: float,
+    ) -> None:
+        match message:
+            case protocol.Place():
+                self._on_place(connection, session, message, received_at)
+            case protocol.Hello():
+                self._on_hello(connection, session, message)
+            case protocol.Ping():
+                self._on_ping(connection, session, message)
+            case protocol.ListRaces():
+                self._on_list_races(connection, session, message)
+            case protocol.QuickRace():
+                self._on_quick_race(connection, session, message)
+            case protocol.CreateRace():
+                self._on_create_race(connection, session, message)
+            case protocol.JoinRace():
+                self._on_join_race(connection, session, message)
+            case protocol.LeaveRace():
+                self._on_leave_race(connection, session, message)
+            case protocol.Ready():
+                self._on_ready(connection, session, message)
+            case protocol.Resign():
+                self._on_resign(connection, session, message)
+            case protocol.Spectate():
+                self._on_spectate(connection, session, message)
+
+    def _on_ping(
+        self, connection: ServerConnection, session: Session, message: protocol.Ping
+    ) -> None:
+        self._send(connection, protocol.Pong(server_time=millis(self._now()), reply_to=message.id))
+
+    def _on_hello(
+        self, connection: ServerConnection, session: Session, message: protocol.Hello
+    ) -> None:
+        raise _Refused(ErrorCode.ALREADY_WELCOMED, "this connection has already said hello")
+
+    def _on_list_races(
+        self, connection: ServerConnection, session: Session, message: protocol.ListRaces
+    ) -> None:
+        summaries = [
+            protocol.RaceSummary(
+                race=host.race_id,
+                state=protocol.RaceState(host.race.phase.value),
+                racers=len(host.race.racer_ids),
+                max_racers=host.race.options.max_racers,
+                min_racers=host.race.options.min_racers,
+                time_limit=max(1, round(host.race.options.time_limit)),
+                ruleset=host.race.options.ruleset,
+                spectators=host.race.options.spectators,
+                fog=host.race.options.fog,
+            )
+            for host in self.hosts.values()
+            if host.race.options.public and host.race.is_open
+        ][: self.limits.max_array_len]
+        self._send(connection, protocol.RaceList(races=tuple(summaries), reply_to=message.id))
+
+    def _on_quick_race(
+        self, connection: ServerConnection, session: Session, message: protocol.QuickRace
+    ) -> None:
+        self._check_free_to_join(session)
+        host = next(
+            (h for h in self.hosts.values() if h.race.options == self._quick_options()
+             and h.race.is_open),
+            None,
+        )
+        if host is None:
+            host = self._open_race(self._quick_options(), private=False)
+        self._join(connection, session, host, message.id)
+
+    def _on_create_race(
+        self, connection: ServerConnection, session: Session, message: protocol.CreateRace
+    ) -> None:
+        self._check_free_to_join(session)
+        wire: protocol.RaceOptions = message.options
+        if wire.seed_policy is not SeedPolicy.RANDOM:
+            raise _Refused(
+                ErrorCode.BAD_MESSAGE,
+                "create_race.options.seed_policy: this server deals random seeds only",
+            )
+        try:
+            options = race_options(wire, self.config.progress_interval)
+        except ValueError as error:
+            raise _Refused(ErrorCode.BAD_MESSAGE, f"create_race.options: {error}") from None
+        host = self._open_race(options, private=not options.public)
+        self._join(connection, session, host, message.id)
+
+    def _on_join_race(
+        self, connection: ServerConnection, session: Session, message: protocol.JoinRace
+    ) -> None:
+        host = self._find(message.race)
+        if session.race_id == host.race_id and host.race.has_racer(session.session_id):
+            raise _Refused(ErrorCode.ALREADY_JOINED, "you are already in this race")
+        self._check_free_to_join(session)
+        self._join(connection, session, host, message.id)
+
+    def _on_leave_race(
+        self, connection: ServerConnection, session: Session, message: protocol.LeaveRace
+    ) -> None:
+        host = self._find(message.race)
+        if host.race_id in session.watching:
+            session.watching.discard(host.race_id)
+            host.remove_spectator(connection)
+        elif session.race_id == host.race_id:
+            if host.race.phase is not core.Phase.FINISHED:
+                host.apply(core.Leave(session.session_id))
+            if host.race.phase in (core.Phase.LOBBY, core.Phase.COUNTDOWN):
+                session.race_id = None
+                self._drop_if_empty(host)
+        else:
+            raise _Refused(ErrorCode.NOT_A_RACER, "you are not in this race")
+        host.tell(connection, protocol.Ok(in_reply_to="leave_race", race=host.race_id,
+                                          reply_to=message.id))
+
+    def _on_ready(
+        self, connection: ServerConnection, session: Session, message: protocol.Ready
+    ) -> None:
+        host = self._racing_in(session, message.race)
+        host.apply(core.SetReady(session.session_id, message.ready))
+        host.tell(connection, protocol.Ok(in_reply_to="ready", race=host.race_id,
+                                          reply_to=message.id))
+
+    def _on_place(
+        self,
+        connection: ServerConnection,
+        session: Session,
+        message: protocol.Place,
+        received_at: float,
+    ) -> None:
+        host = self._racing_in(session, message.race)
+        host.apply(
+            core.Place(session.session_id, message.move, message.position),
+            reply_to=message.id,
+            received_at=received_at,
+        )
+
+    def _on_resign(
+        self, connection: ServerConnection, session: Session, message: protocol.Resign
+    ) -> None:
+        host = self._racing_in(session, message.race)
+        host.apply(core.Resign(session.session_id))
+        host.tell(connection, protocol.Ok(in_reply_to="resign", race=host.race_id,
+                                          reply_to=message.id))
+
+    def _on_spectate(
+        self, connection: ServerConnection, session: Session, message: protocol.Spectate
+    ) -> None:
+        host = self._find(message.race)
+        if not host.race.options.spectators:
+            raise _Refused(ErrorCode.SPECTATORS_NOT_ALLOWED, "this race does not allow spectators")
+        session.watching.add(host.race_id)
+        host.add_spectator(connection)
+        host.tell(connection, *host.messages_for_spectator(message.id))
+
+    # ---------------------------------------------------------------- lobby
+
+    def _quick_options(self) -> core.RaceOptions:
+        config = self.config
+        return core.RaceOptions(
+            max_racers=config.quick_max_racers,
+            min_racers=config.quick_min_racers,
+            time_limit=config.time_limit,
+            countdown=config.quick_countdown,
+            progress_interval=config.progress_interval,
+        )
+
+    def _open_race(self, options: core.RaceOptions, private: bool) -> RaceHost:
+        race_id = _new_code()
+        while race_id in self.hosts:
+            race_id = _new_code()
+        seed = self.config.seed_source()
+        race = core.Race(race_id, seed, options, code=race_id if private else None)
+        opened = RaceOpened(race_id, seed, options, race.code, self._now())
+        host = self._host(race, opened)
+        self.hosts[race_id] = host
+        log_event("race_open", race=race_id, public=options.public, max_racers=options.max_racers)
+        return host
+
+    def _join(
+        self, connection: ServerConnection, session: Session, host: RaceHost, reply_to: int | None
+    ) -> None:
+        racer_id = session.session_id
+        previous = session.race_id
+        session.race_id = host.race_id  # before the start can be queued, so its card reaches us
+        try:
+            host.apply(
+                core.Join(racer_id, session.name, session.bot),
+                direct=lambda: [(connection, host.snapshot_for(racer_id, reply_to))],
+                commander=connection,
+            )
+        except core.RaceError:
+            session.race_id = previous
+            self._drop_if_empty(host)
+            raise
+
+    def _check_free_to_join(self, session: Session) -> None:
+        if session.role is not Role.PLAYER:
+            raise _Refused(ErrorCode.WRONG_ROLE, "a spectator cannot race: say hello as a player")
+        host = self.hosts.get(session.race_id) if session.race_id else None
+        if host is None or host.race.phase is core.Phase.FINISHED:
+            return
+        if host.race.has_racer(session.session_id):
+            raise _Refused(
+                    ErrorCode.ALREADY_JOINED,
+                    f"you are already in race {host.race_id}: leave or finish it first",
+                )
+
+    def _find(self, race: str) -> RaceHost:
+        host = self.hosts.get(race.upper())
+        if host is None:
+            raise _Refused(ErrorCode.RACE_NOT_FOUND, f"there is no race {race!r}")
+        return host
+
+    def _racing_in(self, session: Session, race: str) -> RaceHost:
+        host = self._find(race)
+        if session.race_id != host.race_id or not host.race.has_racer(session.session_id):
+            raise _Refused(ErrorCode.NOT_A_RACER, "you are not racing in this race")
+        return host
+
+    def _drop_if_empty(self, host: RaceHost) -> None:
+        if not host.race.racer_ids and host.race.phase is core.Phase.LOBBY:
+            self._forget(host)
+
+    # ---------------------------------------------------------------- misc
+
+    def _send(self, connection: ServerConnection, message: ServerMessage) -> None:
+        broadcast([connection], encode(message))
+
+    def _now(self) -> float:
+        return self.config.clock()
+
+
+def _new_code() -> str:
+    return "".join(secrets.choice(_CODE_ALPHABET) for _ in range(_CODE_LENGTH))
+
+
+def _remote(connection: ServerConnection) -> str | None:
+    address = connection.remote_address
+    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else None
+
+
+async def run_server(config: ServerConfig, started: Callable[[RaceServer], None] | None = None
+                     ) -> None:
+    """Start a server, report it through ``started``, serve until SIGTERM/SIGINT, stop."""
+    server = RaceServer(config)
+    await server.start()
+    if started is not None:
+        started(server)
+    await server.serve_until_signalled()

@@ -1,0 +1,78 @@
+"""The server's configuration: one dataclass, built from flags and environment variables."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from server.race import SeedSource, random_seed
+
+#: Environment variables read by :meth:`ServerConfig.from_environment`, by field.
+ENVIRONMENT = {"host": "FOURSQUARE_HOST", "port": "FOURSQUARE_PORT", "db": "FOURSQUARE_DB"}
+
+Clock = Callable[[], float]
+"""Seconds since the Unix epoch (a wall clock: race times survive a restart)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything the server can be told. Defaults suit ``make run`` on one machine."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    """0 picks a free port (tests)."""
+    db: str = "foursquare.db"
+    quick_countdown: float = 5.0
+    """Seconds of countdown in a quick race once it has its minimum racers."""
+    quick_min_racers: int = 2
+    quick_max_racers: int = 8
+    time_limit: float = 600.0
+    """Quick races' time limit, in seconds."""
+    progress_interval: float = 0.1
+    """Per race, at most one progress update per this many seconds."""
+    rate_per_second: float = 20.0
+    """Messages a connection may send per second, sustained..."""
+    rate_burst: int = 40
+    """...and in a burst."""
+    rate_strikes: int = 50
+    """Messages refused for rate before the connection is closed."""
+    bad_messages: int = 20
+    """Malformed messages tolerated before the connection is closed."""
+    handshake_timeout: float = 10.0
+    """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade)."""
+    idle_timeout: float = 900.0
+    """Seconds without any message before the connection is closed."""
+    ping_interval: float = 20.0
+    ping_timeout: float = 20.0
+    finished_linger: float = 300.0
+    """Seconds a finished race stays in memory for late resumes and spectators."""
+    clock: Clock = field(default=time.time, compare=False)
+    seed_source: SeedSource = field(default=random_seed, compare=False)
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] = os.environ,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        db: str | None = None,
+    ) -> ServerConfig:
+        """Defaults, overridden by environment variables, overridden by flags (not ``None``)."""
+        port_text = environ.get(ENVIRONMENT["port"])
+        if port is None and port_text is not None:
+            try:
+                port = int(port_text)
+            except ValueError:
+                raise ValueError(f"FOURSQUARE_PORT must be a number, not {port_text!r}") from None
+        defaults = cls()
+        config = cls(
+            host=host if host is not None else environ.get(ENVIRONMENT["host"], defaults.host),
+            port=port if port is not None else defaults.port,
+            db=db if db is not None else environ.get(ENVIRONMENT["db"], defaults.db),
+        )
+        if not 0 <= config.port <= 65535:
+            raise ValueError(f"the port must be from 0 to 65535, not {config.port}")
+        return config

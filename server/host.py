@@ -1,0 +1,286 @@
+"""One race on the server: the pure :class:`~server.race.Race`, its listeners, its clock,
+and the ordered, journal-first way out.
+
+Everything a command causes goes into the race's outbox together with the journal write
+it needs; one task takes items out in order, waits until the item's records are
+committed, then encodes each message once and hands it to ``websockets.broadcast``. So
+nothing about a command reaches anyone before the command is durable, messages of one
+race keep their order, and a slow client never holds the race up (``broadcast`` does not
+wait for a client to read).
+
+Commands in, events out, and nothing else crosses this object's edge: that is the seam
+where a later version can put Redis pub/sub between connection servers and race hosts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from websockets import broadcast
+
+from protocol import ServerMessage, encode
+from protocol.result import RaceResult
+from server import race as core
+from server.config import Clock
+from server.journal import CommandRecord, Journal, Record, ResultRecord
+from server.logs import log_event
+from server.metrics import Metrics
+from server.outgoing import event_message, placed_message, snapshot_message
+from server.sessions import SessionRegistry
+
+if TYPE_CHECKING:
+    from websockets.asyncio.server import ServerConnection
+
+
+@dataclass(slots=True)
+class _Outgoing:
+    """One command's consequences, waiting for its journal write."""
+
+    committed: concurrent.futures.Future[None] | None
+    sends: list[core.Send]
+    now: float
+    direct: list[tuple[ServerConnection, ServerMessage]] = field(default_factory=list)
+    """Answers to the connection that sent the command (sent first)."""
+    commander: ServerConnection | None = None
+    """Gets no broadcast snapshot when ``direct`` already holds its own."""
+    reply_to: int | None = None
+    """The request id of a ``place``, for its ``placed`` answer."""
+    received_at: float | None = None
+    """When a new move arrived (loop time), for the latency histogram and move count."""
+
+
+class RaceHost:
+    """A race, the connections that listen to it, and its outbox and clock tasks."""
+
+    def __init__(
+        self,
+        race: core.Race,
+        *,
+        journal: Journal,
+        sessions: SessionRegistry,
+        metrics: Metrics,
+        clock: Clock,
+        on_finished: Callable[[RaceHost], None],
+        first_records: Iterable[Record] = (),
+    ):
+        self.race = race
+        self.spectators: set[ServerConnection] = set()
+        self._journal = journal
+        self._sessions = sessions
+        self._metrics = metrics
+        self._clock = clock
+        self._on_finished = on_finished
+        self._pending_records = list(first_records)
+        self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
+        self._wake = asyncio.Event()
+        self._tasks = [
+            asyncio.create_task(self._pump(), name=f"race-{race.race_id}-outbox"),
+            asyncio.create_task(self._run_clock(), name=f"race-{race.race_id}-clock"),
+        ]
+
+    @property
+    def race_id(self) -> str:
+        """The race's id (also its code for joining)."""
+        return self.race.race_id
+
+    # ------------------------------------------------------------ commands
+
+    def apply(
+        self,
+        command: core.Command,
+        *,
+        direct: Callable[[], list[tuple[ServerConnection, ServerMessage]]] | None = None,
+        commander: ServerConnection | None = None,
+        reply_to: int | None = None,
+        received_at: float | None = None,
+    ) -> None:
+        """Carry out ``command`` now; its messages go out once it is journaled.
+
+        ``direct`` builds the answers for the commander after the command took effect.
+        Raises :class:`~server.race.RaceError` (nothing changed, nothing queued).
+        """
+        now = self._clock()
+        revision = self.race.revision
+        sends = self.race.apply(command, now)
+        records = self._pending_records
+        self._pending_records = []
+        if self.race.revision != revision and not isinstance(command, core.Tick):
+            records.append(CommandRecord(self.race_id, command, now))
+        for send in sends:
+            if isinstance(send.event, core.Started) and isinstance(command, core.Tick):
+                records.append(CommandRecord(self.race_id, core.Start(), send.event.started_at))
+            elif isinstance(send.event, core.RaceFinished):
+                records.append(ResultRecord(self.race_id, send.event.result, now))
+        committed = self._journal.submit(*records) if records else None
+        if self.race.revision == revision or not isinstance(command, core.Place):
+            received_at = None  # only new moves count, not retries answered again
+        self._outbox.put_nowait(
+            _Outgoing(
+                committed,
+                sends,
+                now,
+                direct() if direct is not None else [],
+                commander,
+                reply_to,
+                received_at,
+            )
+        )
+        self._wake.set()
+
+    def tell(self, connection: ServerConnection, *messages: ServerMessage) -> None:
+        """Send ``messages`` to one connection, in order after everything already queued."""
+        self._outbox.put_nowait(
+            _Outgoing(None, [], self._clock(), [(connection, m) for m in messages])
+        )
+
+    def snapshot_for(self, you: str | None, reply_to: int | None) -> ServerMessage:
+        """The race's ``race`` message, with ``you`` set for a racer's own copy."""
+        race = self.race
+        return snapshot_message(
+            race.snapshot(self._clock()),
+            race.progress_lines(),
+            len(self.spectators),
+            self._is_connected,
+            you=you,
+            reply_to=reply_to,
+        )
+
+    def messages_for_racer(self, racer_id: str, reply_to: int | None) -> list[ServerMessage]:
+        """Everything a (re)joining racer needs: snapshot, own board, progress, card, result."""
+        messages: list[ServerMessage] = []
+        now = self._clock()
+        for send in self.race.racer_view(racer_id, now):
+            if isinstance(send.event, core.RaceChanged):
+                messages.append(self.snapshot_for(racer_id, reply_to))
+            else:
+                message = event_message(self.race_id, send.event, now)
+                if message is not None:
+                    messages.append(message)
+        return messages
+
+    def messages_for_spectator(self, reply_to: int | None) -> list[ServerMessage]:
+        """Everything a new spectator needs: snapshot, progress, boards behind the fog."""
+        messages: list[ServerMessage] = []
+        now = self._clock()
+        for event in self.race.spectator_view(now):
+            if isinstance(event, core.RaceChanged):
+                messages.append(self.snapshot_for(None, reply_to))
+            else:
+                message = event_message(self.race_id, event, now)
+                if message is not None:
+                    messages.append(message)
+        return messages
+
+    def add_spectator(self, connection: ServerConnection) -> None:
+        """Start sending this connection the race's public feed."""
+        if connection not in self.spectators:
+            self.spectators.add(connection)
+            self.race.add_spectator()
+
+    def remove_spectator(self, connection: ServerConnection) -> None:
+        """Stop sending this connection the race's feed."""
+        if connection in self.spectators:
+            self.spectators.discard(connection)
+            self.race.remove_spectator()
+
+    async def drain(self) -> None:
+        """Wait until everything queued so far has been sent (after its journal write)."""
+        self._tasks[1].cancel()  # no more ticks: the race stands still from here
+        self._outbox.put_nowait(None)
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._tasks[0]
+
+    def stop(self) -> None:
+        """Cancel the race's tasks (the race itself stays as it is)."""
+        for task in self._tasks:
+            task.cancel()
+
+    # ------------------------------------------------------------ internal
+
+    def _is_connected(self, racer_id: str) -> bool:
+        session = self._sessions.get(racer_id)
+        return session is not None and session.connection is not None
+
+    async def _run_clock(self) -> None:
+        while self.race.phase is not core.Phase.FINISHED:
+            self._wake.clear()
+            deadline = self.race.next_deadline()
+            timeout = None if deadline is None else max(0.0, deadline - self._clock())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            self.apply(core.Tick())
+
+    async def _pump(self) -> None:
+        while (item := await self._outbox.get()) is not None:
+            if item.committed is not None:
+                try:
+                    await asyncio.wrap_future(item.committed)
+                except Exception as error:
+                    # Not durable, so not announced: the racer's retry will be answered
+                    # from the race's state once the journal works again.
+                    log_event("journal_error", race=self.race_id, error=repr(error))
+                    self._metrics.errors["internal_error"] += 1
+                    continue
+            self._deliver(item)
+
+    def _deliver(self, item: _Outgoing) -> None:
+        for connection, answer in item.direct:
+            broadcast([connection], encode(answer))
+        for send in item.sends:
+            event = send.event
+            if isinstance(event, core.Started):
+                log_event("race_start", race=self.race_id, racers=len(self.race.racer_ids))
+                continue
+            if isinstance(event, core.RaceChanged):
+                message: ServerMessage | None = self.snapshot_for(None, None)
+            elif isinstance(event, core.MoveAccepted):
+                message = placed_message(self.race_id, event, item.reply_to)
+                if item.received_at is not None:
+                    self._metrics.moves_total += 1
+                    latency = asyncio.get_running_loop().time() - item.received_at
+                    self._metrics.move_latency.observe(latency)
+            else:
+                message = event_message(self.race_id, event, item.now)
+            if message is None:
+                continue
+            connections = self._recipients(send.to)
+            if isinstance(event, core.RaceChanged) and item.direct and item.commander:
+                connections.discard(item.commander)
+            broadcast(connections, encode(message))
+            if isinstance(event, core.RaceFinished):
+                self._finished(event.result)
+
+    def _recipients(self, to: core.Recipient) -> set[ServerConnection]:
+        if isinstance(to, str):
+            return self._racer_connections([to])
+        if to is core.Audience.RACERS:
+            return self._racer_connections(self.race.racer_ids)
+        if to is core.Audience.SPECTATORS:
+            return set(self.spectators)
+        return self._racer_connections(self.race.racer_ids) | self.spectators
+
+    def _racer_connections(self, racer_ids: Iterable[str]) -> set[ServerConnection]:
+        connections = set()
+        for racer_id in racer_ids:
+            session = self._sessions.get(racer_id)
+            if session is None or session.race_id != self.race_id:
+                continue
+            if session.connection is not None:
+                connections.add(session.connection)
+        return connections
+
+    def _finished(self, result: RaceResult) -> None:
+        standings = result.racers
+        log_event(
+            "race_end",
+            race=self.race_id,
+            racers=len(standings),
+            winner=standings[0].racer_id if standings else None,
+            outcomes=[entry.outcome.value for entry in standings],
+        )
+        self._on_finished(self)

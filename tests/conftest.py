@@ -1,0 +1,140 @@
+"""Shared fixtures: the real race server, in this process or in a child process.
+
+``live_server`` yields a :class:`LiveServer` with ``.url`` (``ws://...``), ``.http_url``
+and ``.db_path``; the server runs on a free port with a fresh journal and short
+countdowns, and is stopped gracefully after the test. Override ``server_config`` in a
+test module to change its settings. ``start_live_server`` does the same for a config of
+your own; ``server_process`` starts ``foursquare serve`` as a child process (for tests
+that kill it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from server.app import RaceServer
+    from server.config import ServerConfig
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    """A running server: where to reach it and where its journal is."""
+
+    url: str
+    """The websocket URL, ``ws://127.0.0.1:PORT``."""
+    http_url: str
+    """The same port over HTTP, for ``/healthz`` and ``/metrics``."""
+    db_path: Path
+    server: RaceServer | None = None
+    """The server object when it runs in this process."""
+
+
+def fast_config(db_path: Path) -> ServerConfig:
+    """A config for tests: a free port, this journal, countdowns short enough not to wait."""
+    from server.config import ServerConfig
+
+    return ServerConfig(
+        host="127.0.0.1",
+        port=0,
+        db=str(db_path),
+        quick_countdown=0.2,
+        handshake_timeout=5.0,
+    )
+
+
+@contextlib.asynccontextmanager
+async def start_live_server(config: ServerConfig) -> AsyncIterator[LiveServer]:
+    """Run a server with ``config`` for the duration of the block, then stop it."""
+    from server.app import RaceServer
+
+    server = RaceServer(config)
+    await server.start()
+    try:
+        yield LiveServer(
+            url=server.url,
+            http_url=f"http://{config.host}:{server.port}",
+            db_path=Path(config.db),
+            server=server,
+        )
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+def server_config(tmp_path: Path) -> ServerConfig:
+    """The config ``live_server`` uses; override it in a module to change settings."""
+    return fast_config(tmp_path / "foursquare.db")
+
+
+@pytest.fixture
+async def live_server(server_config: ServerConfig) -> AsyncIterator[LiveServer]:
+    """The real server in this process, on a free port, with a fresh journal."""
+    async with start_live_server(server_config) as live:
+        yield live
+
+
+@dataclass
+class ServerProcess:
+    """``foursquare serve`` running as a child process."""
+
+    process: subprocess.Popen[str]
+    url: str
+    http_url: str
+    db_path: Path
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no flush."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def terminate(self) -> int:
+        """SIGTERM, then wait for the graceful exit; returns the exit status."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=20)
+
+
+@contextlib.contextmanager
+def run_server_process(db_path: Path, *extra: str) -> Iterator[ServerProcess]:
+    """Start ``foursquare serve`` on a free port and wait until it listens."""
+    command = [
+        sys.executable, "-m", "cli.main", "serve", "--port", "0", "--db", str(db_path),
+        "--quick-countdown", "0.2", *extra,
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.search(r"ws://([\d.]+):(\d+)", line)
+        if match is None:
+            raise RuntimeError(f"the server did not start: {line!r}")
+        host, port = match[1], match[2]
+        yield ServerProcess(process, f"ws://{host}:{port}", f"http://{host}:{port}", db_path)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@pytest.fixture
+def server_process(tmp_path: Path) -> Iterator[ServerProcess]:
+    """``foursquare serve`` as a child process on a free port, with a fresh journal."""
+    with run_server_process(tmp_path / "foursquare.db") as child:
+        yield child
+

@@ -1,0 +1,258 @@
+"""The real server on a free port, real websocket clients: races from hello to standings."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.main import main as foursquare
+from engine import Card, Position, deal
+from protocol import (
+    Boards,
+    CardToPlace,
+    CreateRace,
+    Error,
+    ErrorCode,
+    JoinRace,
+    MovePlaced,
+    Ok,
+    Place,
+    Progress,
+    QuickRace,
+    RaceFinished,
+    RaceOptions,
+    RacerStatus,
+    RaceSnapshot,
+    RaceState,
+    Resign,
+    Role,
+    ServerMessage,
+    Spectate,
+    encode_wire,
+)
+from protocol.result import verify_result
+from server.config import ServerConfig
+from tests.conftest import LiveServer, fast_config
+from tests.server.known_games import WON_SEED, conformance_game
+from tests.server.wire_client import WireClient
+
+WON_MOVES = conformance_game(WON_SEED)[1]
+STOCK = deal(WON_SEED)
+
+#: A private two-racer race that starts as soon as both are in.
+DUEL = RaceOptions(max_racers=2, min_racers=2, countdown=0, public=False, time_limit=600)
+
+
+@pytest.fixture
+def server_config(tmp_path: Path) -> ServerConfig:
+    # A known seed, so a racer can play a known winning game.
+    return dataclasses.replace(fast_config(tmp_path / "race.db"), seed_source=lambda: WON_SEED)
+
+
+async def start_duel(live: LiveServer, options: RaceOptions = DUEL) -> tuple[WireClient, ...]:
+    """Ann opens a private race, Bob (a bot) joins by code; both hold their first card."""
+    ann = await WireClient.connect(live.url, "ann")
+    bob = await WireClient.connect(live.url, "bob", bot=True)
+    await ann.send(CreateRace(options=options, id=ann.next_id()))
+    snapshot = await ann.expect(RaceSnapshot)
+    assert snapshot.you == ann.racer_id and snapshot.state is RaceState.LOBBY
+    assert (snapshot.code is None) == options.public  # only private races have a code
+    await bob.send(JoinRace(race=snapshot.code or snapshot.race, id=bob.next_id()))
+    for racer in (ann, bob):
+        card = await racer.expect(CardToPlace)
+        assert (card.move, card.card) == (1, STOCK[0])
+    return ann, bob
+
+
+async def place(racer: WireClient, race: str, move: int, position: Position) -> ServerMessage:
+    """Send a move; return the ``placed`` or ``error`` that answers it."""
+    request = racer.next_id()
+    await racer.send(Place(race=race, move=move, row=position[0], col=position[1], id=request))
+    while True:
+        message = await racer.receive()
+        if isinstance(message, MovePlaced | Error) and message.reply_to == request:
+            return message
+
+
+async def play(racer: WireClient, race: str, moves: tuple[Position, ...], first: int = 1) -> None:
+    for number, move in enumerate(moves, start=first):
+        answer = await place(racer, race, number, move)
+        assert isinstance(answer, MovePlaced), answer
+
+
+def race_of(racer: WireClient) -> str:
+    snapshots = [m for m in racer.received if isinstance(m, RaceSnapshot)]
+    return snapshots[-1].race
+
+
+def assert_fair(racer: WireClient, stock: list[Card]) -> None:
+    """Nothing the racer received before the finish holds a card it had not drawn."""
+    drawn = 0
+    for message in racer.received:
+        if isinstance(message, RaceFinished):
+            return  # the seed is revealed: everything may be shown
+        if isinstance(message, CardToPlace):
+            drawn = max(drawn, message.move)
+        if isinstance(message, Boards):
+            # After a resume the racer's own board comes first: it holds what it placed.
+            own = [b.shown for b in message.boards if b.racer == racer.racer_id]
+            drawn = max([drawn, *own])
+        cards: list[Card] = []
+        if isinstance(message, CardToPlace | MovePlaced):
+            cards.append(message.card)
+        if isinstance(message, Boards):
+            cards += [c for board in message.boards for pile in board.piles for c in pile.cards]
+        assert set(cards) <= set(stock[:drawn]), (message, drawn)
+
+
+async def test_two_racers_race_from_hello_to_standings_that_verify(
+    live_server: LiveServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ann, bob = await start_duel(live_server)
+    race = race_of(ann)
+    commitment = [m for m in ann.received if isinstance(m, RaceSnapshot)][-1].commitment
+    await bob.send(Resign(race=race, id=bob.next_id()))
+    await bob.expect(Ok, in_reply_to="resign")
+    await play(ann, race, WON_MOVES)
+    results = [await racer.expect(RaceFinished) for racer in (ann, bob)]
+    assert results[0] == dataclasses.replace(results[1], reply_to=results[0].reply_to)
+    finished = results[0]
+    assert finished.seed == WON_SEED and finished.commitment == commitment
+    winner, loser = finished.standings
+    assert (winner.racer, winner.status, winner.score, winner.bot) == (
+        ann.racer_id, RacerStatus.WON, 2, False,
+    )
+    assert (loser.racer, loser.status, loser.bot) == (bob.racer_id, RacerStatus.RESIGNED, True)
+    assert winner.moves == WON_MOVES
+    assert verify_result(finished.to_result()).ok
+    for racer in (ann, bob):
+        assert_fair(racer, STOCK)
+
+    saved = tmp_path / "result.json"
+    saved.write_text(json.dumps(encode_wire(finished)))
+    assert foursquare(["verify", str(saved)]) == 0
+    assert "verified" in capsys.readouterr().out
+    forged = encode_wire(finished)
+    forged["standings"][0]["score"] = 9
+    saved.write_text(json.dumps(forged))
+    assert foursquare(["verify", str(saved)]) == 1
+    assert "REFUTED" in capsys.readouterr().out
+    await ann.close()
+    await bob.close()
+
+
+async def test_a_quick_race_assembles_itself(live_server: LiveServer) -> None:
+    clients = [await WireClient.connect(live_server.url, name) for name in ("ann", "bob")]
+    snapshots = []
+    for client in clients:
+        await client.send(QuickRace(id=client.next_id()))
+        snapshots.append(await client.expect(RaceSnapshot))
+    assert snapshots[0].race == snapshots[1].race
+    assert snapshots[0].state is RaceState.LOBBY
+    assert snapshots[1].state is RaceState.COUNTDOWN and snapshots[1].starts_at is not None
+    for client in clients:
+        running = await client.expect(RaceSnapshot, state=RaceState.RUNNING)
+        assert {r.racer for r in running.racers} == {c.racer_id for c in clients}
+        assert (await client.expect(CardToPlace)).move == 1
+        await client.close()
+
+
+async def test_an_illegal_move_is_refused_and_the_game_goes_on_unchanged(
+    live_server: LiveServer,
+) -> None:
+    ann, bob = await start_duel(live_server)
+    race = race_of(ann)
+    await play(ann, race, WON_MOVES[:1])
+    refused = await place(ann, race, 2, (3, 3))
+    assert isinstance(refused, Error)
+    assert refused.code is ErrorCode.ILLEGAL_MOVE and "(3, 3)" in refused.message
+    assert refused.in_reply_to == "place"
+    await play(ann, race, WON_MOVES[1:3], first=2)
+    out_of_turn = await place(ann, race, 9, (0, 0))
+    assert isinstance(out_of_turn, Error) and out_of_turn.code is ErrorCode.BAD_MOVE_NUMBER
+    await ann.close()
+    await bob.close()
+
+
+async def test_a_repeated_move_number_is_answered_again_not_applied_twice(
+    live_server: LiveServer,
+) -> None:
+    ann, bob = await start_duel(live_server)
+    race = race_of(ann)
+    first = await place(ann, race, 1, WON_MOVES[0])
+    again = await place(ann, race, 1, WON_MOVES[0])
+    assert isinstance(first, MovePlaced) and isinstance(again, MovePlaced)
+    assert dataclasses.replace(again, reply_to=None) == dataclasses.replace(first, reply_to=None)
+    assert (await ann.expect(CardToPlace)).move == 2
+    progress = await bob.expect(Progress)
+    assert [(e.racer, e.cards_played) for e in progress.racers] == [(ann.racer_id, 1)]
+    second = await place(ann, race, 2, WON_MOVES[1])
+    # Two cards placed and one in hand: 37 left, as after exactly two moves.
+    assert isinstance(second, MovePlaced) and second.stock_left == 37
+    await ann.close()
+    await bob.close()
+
+
+async def test_a_racer_reconnects_with_its_token_and_finds_its_race_as_it_left_it(
+    live_server: LiveServer,
+) -> None:
+    ann, bob = await start_duel(live_server)
+    race = race_of(ann)
+    await play(ann, race, WON_MOVES[:6])
+    token = ann.welcome.resume
+    await ann.close()
+
+    back = await WireClient.connect(live_server.url, "ann again", resume=token)
+    assert back.welcome.resumed and back.welcome.session == ann.racer_id
+    assert back.welcome.name == "ann"
+    snapshot = await back.expect(RaceSnapshot)
+    assert snapshot.you == ann.racer_id and snapshot.state is RaceState.RUNNING
+    board = await back.expect(Boards)
+    assert board.boards[0].racer == ann.racer_id and board.boards[0].shown == 6
+    card = await back.expect(CardToPlace)
+    assert (card.move, card.card) == (7, STOCK[6])
+    await play(back, race, WON_MOVES[6:], first=7)
+    await bob.send(Resign(race=race, id=bob.next_id()))
+    finished = await back.expect(RaceFinished)
+    assert finished.standings[0].racer == ann.racer_id
+    assert_fair(back, STOCK)
+    await back.close()
+    await bob.close()
+
+
+async def test_a_wrong_token_is_refused(live_server: LiveServer) -> None:
+    with pytest.raises(AssertionError):
+        await WireClient.connect(live_server.url, "mallory", resume="A" * 22)
+
+
+async def test_a_spectator_sees_boards_behind_the_fog_during_the_race_and_all_after(
+    live_server: LiveServer,
+) -> None:
+    ann, bob = await start_duel(live_server, dataclasses.replace(DUEL, public=True))
+    race = race_of(ann)
+    watcher = await WireClient.connect(live_server.url, "watcher", role=Role.SPECTATOR)
+    await watcher.send(Spectate(race=race, id=watcher.next_id()))
+    await watcher.expect(RaceSnapshot)
+    await play(ann, race, WON_MOVES[:8])
+    await play(bob, race, WON_MOVES[:2])
+    # Bob has drawn 3 cards: no board may show more than 3 moves.
+    shown = await watcher.expect(Boards, fog_line=3)
+    assert {board.racer: board.shown for board in shown.boards} == {
+        ann.racer_id: 3,  # eight moves played, three shown
+        bob.racer_id: 2,
+    }
+    await bob.send(Resign(race=race, id=bob.next_id()))
+    await play(ann, race, WON_MOVES[8:], first=9)
+    await watcher.expect(RaceFinished)
+    boards = [m for m in watcher.received if isinstance(m, Boards)]
+    during = boards[:-1]
+    for message in during:
+        fog = message.fog_line if message.fog_line is not None else 40
+        assert all(board.shown <= fog for board in message.boards)
+    latest = {board.racer: board.shown for b in boards for board in b.boards}
+    assert latest[ann.racer_id] == len(WON_MOVES)
+    for client in (ann, bob, watcher):
+        await client.close()

@@ -1,0 +1,87 @@
+"""A test's racer or spectator: a real websockets client speaking the protocol.
+
+Every message received is decoded with the client-side decoder (so the server's output
+is checked as strictly as a client would) and kept in ``received``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TypeVar
+
+from websockets.asyncio.client import ClientConnection, connect
+
+from protocol import (
+    ClientMessage,
+    Hello,
+    Role,
+    ServerMessage,
+    Welcome,
+    decode_server,
+    encode,
+)
+
+M = TypeVar("M", bound=ServerMessage)
+
+#: Long enough for a loaded machine, short enough that a hang fails the test.
+TIMEOUT = 10.0
+
+
+class WireClient:
+    """One connection: ``await WireClient.connect(url, "ann")`` says hello and keeps the welcome."""
+
+    def __init__(self, connection: ClientConnection, welcome: Welcome):
+        self.connection = connection
+        self.welcome = welcome
+        self.received: list[ServerMessage] = [welcome]
+        self._next_id = 100
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        name: str,
+        *,
+        bot: bool = False,
+        role: Role = Role.PLAYER,
+        resume: str | None = None,
+    ) -> WireClient:
+        """Open a connection and say hello; fails the test if no welcome comes."""
+        connection = await connect(url, compression=None, max_size=None)
+        await connection.send(encode(Hello(name=name, bot=bot, role=role, resume=resume, id=1)))
+        welcome = decode_server(await asyncio.wait_for(connection.recv(), TIMEOUT))
+        assert isinstance(welcome, Welcome), welcome
+        return cls(connection, welcome)
+
+    @property
+    def racer_id(self) -> str:
+        """This session's id, which is also its racer id."""
+        return self.welcome.session
+
+    def next_id(self) -> int:
+        """A fresh request id."""
+        self._next_id += 1
+        return self._next_id
+
+    async def send(self, message: ClientMessage) -> None:
+        """Send one message."""
+        await self.connection.send(encode(message))
+
+    async def receive(self) -> ServerMessage:
+        """The next message, decoded strictly."""
+        message = decode_server(await asyncio.wait_for(self.connection.recv(), TIMEOUT))
+        self.received.append(message)
+        return message
+
+    async def expect(self, kind: type[M], **fields: object) -> M:
+        """Read until a message of ``kind`` whose ``fields`` match; return it."""
+        while True:
+            message = await self.receive()
+            if isinstance(message, kind) and all(
+                getattr(message, name) == value for name, value in fields.items()
+            ):
+                return message
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self.connection.close()
