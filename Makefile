@@ -30,5 +30,8 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.engine --write
 
+bench-load: $(STAMP)
+	$(BIN)/python -m bench.load --write
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,752 @@
+"""Load test: the race server against a bare websockets echo server (the floor), same load.
+
+    make bench-load
+    python -m bench.load --racers 1000 --race-size 4 --think 1.0 --spectators 20 \\
+        --duration 30 --write
+
+For each target (``server``: ``foursquare serve``; ``echo``: :mod:`bench.echo_server`)
+the parent process starts the target as its own process, pinned to CPU 0 where
+``taskset`` exists, then a load generator (this module with ``--generate``) pinned to
+CPU 1. The generator connects every racer and spectator and says ``hello``; the parent
+then reads the target's idle memory; then the generator races for ``--duration``
+seconds while the parent samples the target's CPU time and memory.
+
+Racers are real websocket clients in races of ``--race-size``: they create or join a
+private race, place a legal move (a greedy choice that keeps few cards face down) after
+a think time drawn uniformly from 0.5x to 1.5x ``--think``, and start a new race when
+theirs finishes. Spectators watch those races. Against the echo server the same
+connections send the same ``place`` frames at the same pace; each frame comes back to
+its sender and is broadcast to the rest of its group, as progress is.
+
+Measured: move round trip (``place`` sent -> next ``card``, or ``placed`` when the move
+ends the game; against echo: -> the echo), moves per second, errors, the target's CPU
+(percent of one core) and memory per connection when idle, and the delay from a move to
+the progress update that shows it, at the other racers and at spectators (the server
+coalesces progress to ~10 updates a second per race, so up to ~100 ms of that delay is
+by design; the echo server forwards every frame at once).
+
+Only loopback addresses are used; every loop is bounded by ``--duration`` and timeouts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from engine.board import Board
+from protocol import (
+    CreateRace,
+    Hello,
+    JoinRace,
+    Place,
+    RaceOptions,
+    Role,
+    Spectate,
+    encode,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+MAX_FRAME = 4 * 1024 * 1024
+TARGETS = ("server", "echo")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """One load: how many, how fast, how long."""
+
+    racers: int = 1000
+    race_size: int = 4
+    think: float = 1.0
+    spectators: int = 20
+    duration: float = 30.0
+    warmup: float = 5.0
+    """Seconds at the start of the run whose samples are dropped (races forming)."""
+    connect_timeout: float = 60.0
+    seed: int = 1
+
+
+# ============================================================ the generator process
+
+
+@dataclass(slots=True)
+class Stats:
+    """What the generator saw during the measured window."""
+
+    rtt: list[float] = field(default_factory=list)
+    progress_racers: list[float] = field(default_factory=list)
+    progress_spectators: list[float] = field(default_factory=list)
+    moves: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    connected: int = 0
+    races: int = 0
+
+
+class Group:
+    """One race's worth of racers (and the spectators watching it), across rounds."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.rounds: dict[int, asyncio.Future[tuple[str, str]]] = {}
+        self.current = 0
+
+    def race(self, round_number: int) -> asyncio.Future[tuple[str, str]]:
+        """The (race id, join code) of round ``round_number``, once its creator knows it."""
+        if round_number not in self.rounds:
+            self.rounds[round_number] = asyncio.get_running_loop().create_future()
+        return self.rounds[round_number]
+
+
+class Generator:
+    """All simulated clients of one run, in one event loop."""
+
+    def __init__(self, settings: Settings, url: str, mode: str) -> None:
+        self.settings = settings
+        self.url = url
+        self.mode = mode
+        self.stats = Stats()
+        self.sent: dict[tuple[str, str, int], float] = {}
+        """(race, racer, move) -> when that move's place was sent (perf_counter)."""
+        self.groups = [
+            Group(i) for i in range(max(1, -(-settings.racers // settings.race_size)))
+        ]
+        self.go = asyncio.Event()
+        self.stop = asyncio.Event()
+        self.measure_from = float("inf")
+        self.connections: list[ClientConnection] = []
+        self.connect_gate = asyncio.Semaphore(64)
+        self.all_connected = asyncio.Event()
+        self.expected = settings.racers + settings.spectators
+        self.attempts = 0
+
+    def measuring(self, sent_at: float) -> bool:
+        return sent_at >= self.measure_from and not self.stop.is_set()
+
+    def error(self, code: str) -> None:
+        if not self.stop.is_set():
+            self.stats.errors[code] += 1
+
+    async def open(self, path: str, hello: Hello) -> ClientConnection | None:
+        """Connect and say hello; ``None`` (and an error counted) if that fails."""
+        try:
+            async with self.connect_gate:
+                ws = await connect(
+                    self.url + path,
+                    compression=None,
+                    max_size=MAX_FRAME,
+                    ping_interval=None,
+                    open_timeout=self.settings.connect_timeout,
+                    close_timeout=2,
+                )
+                self.connections.append(ws)
+                frame = encode(hello)
+                await ws.send(frame)
+                if self.mode == "server":
+                    answer = msgpack.unpackb(await ws.recv())
+                    if answer.get("type") != "welcome":
+                        self.error(f"hello:{answer.get('code', answer.get('type'))}")
+                        return None
+                else:
+                    while await ws.recv() != frame:
+                        pass
+        except (OSError, InvalidHandshake, ConnectionClosed, TimeoutError) as failure:
+            self.error(f"connect:{type(failure).__name__}")
+            return None
+        finally:
+            self.attempts += 1
+            if self.attempts >= self.expected:
+                self.all_connected.set()
+        self.stats.connected += 1
+        return ws
+
+    # ------------------------------------------------------------- server mode
+
+    async def server_racer(self, group: Group, seat: int) -> None:
+        name = f"load-{group.index}-{seat}"
+        ws = await self.open("/", Hello(name=name, bot=True, client="bench.load"))
+        if ws is None:
+            return
+        rng = random.Random(self.settings.seed * 1_000_003 + group.index * 1009 + seat)
+        await self.go.wait()
+        round_number = 0
+        with contextlib.suppress(ConnectionClosed):
+            while not self.stop.is_set():
+                race = group.race(round_number)
+                if seat == 0:
+                    group.current = round_number
+                    options = RaceOptions(
+                        max_racers=self.settings.race_size,
+                        min_racers=self.settings.race_size,
+                        time_limit=3600,
+                        public=False,
+                        auto_start=True,
+                        countdown=0,
+                    )
+                    await ws.send(encode(CreateRace(options=options)))
+                else:
+                    _, code = await race
+                    await ws.send(encode(JoinRace(race=code)))
+                await self.play_race(ws, group, seat, race, rng)
+                round_number += 1
+
+    async def play_race(
+        self,
+        ws: ClientConnection,
+        group: Group,
+        seat: int,
+        race: asyncio.Future[tuple[str, str]],
+        rng: random.Random,
+    ) -> None:
+        """Play one race from the join to ``finished`` (or the end of the run)."""
+        board = Board()
+        race_id, you = "", ""
+        waiting_since: float | None = None
+        tasks: set[asyncio.Task[None]] = set()
+        async for frame in ws:
+            now = time.perf_counter()
+            message = msgpack.unpackb(frame)
+            kind = message["type"]
+            if kind == "card":
+                if waiting_since is not None and self.measuring(waiting_since):
+                    self.stats.rtt.append(now - waiting_since)
+                    self.stats.moves += 1
+                waiting_since = None
+                task = asyncio.create_task(self._place(ws, message, board, race_id, you, rng))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            elif kind == "placed":
+                card_id, (row, col) = message["card"], message["position"]
+                board.place(board.cell((row, col)), card_id % 10 + 1)
+                if message["status"] != "racing":
+                    sent = self.sent.get((race_id, you, message["move"]))
+                    if sent is not None and self.measuring(sent):
+                        self.stats.rtt.append(now - sent)
+                        self.stats.moves += 1
+                else:
+                    waiting_since = self.sent.get((race_id, you, message["move"]))
+            elif kind == "progress":
+                for entry in message["racers"]:
+                    if entry["racer"] != you:
+                        sent = self.sent.get((race_id, entry["racer"], entry["cards_played"]))
+                        if sent is not None and self.measuring(sent):
+                            self.stats.progress_racers.append(now - sent)
+            elif kind == "race":
+                race_id, you = message["race"], message.get("you") or ""
+                if seat == 0 and not race.done():
+                    race.set_result((race_id, message.get("code") or race_id))
+                    self.stats.races += 1
+            elif kind == "finished":
+                break
+            elif kind == "error":
+                self.error(message.get("code", "?"))
+        for task in tasks:
+            task.cancel()
+
+    async def _place(
+        self,
+        ws: ClientConnection,
+        card: dict[str, Any],
+        board: Board,
+        race_id: str,
+        you: str,
+        rng: random.Random,
+    ) -> None:
+        await asyncio.sleep(self.settings.think * rng.uniform(0.5, 1.5))
+        if self.stop.is_set():
+            return
+        rank = card["card"] % 10 + 1
+        best: tuple[tuple[bool, int, int, float], list[int]] | None = None
+        for row, col in card["targets"]:
+            token = board.place(board.cell((row, col)), rank)
+            key = (board.face_down > board.limit, board.face_down, -board.piles, rng.random())
+            board.undo(token)
+            if best is None or key < best[0]:
+                best = (key, [row, col])
+        assert best is not None
+        row, col = best[1]
+        move = card["move"]
+        self.sent[(race_id, you, move)] = time.perf_counter()
+        with contextlib.suppress(ConnectionClosed):
+            await ws.send(encode(Place(race=card["race"], move=move, row=row, col=col)))
+
+    async def server_spectator(self, index: int) -> None:
+        ws = await self.open(
+            "/", Hello(name=f"watch-{index}", bot=True, role=Role.SPECTATOR, client="bench.load")
+        )
+        if ws is None:
+            return
+        group = self.groups[index % len(self.groups)]
+        await self.go.wait()
+        with contextlib.suppress(ConnectionClosed):
+            while not self.stop.is_set():
+                round_number = group.current
+                race_id, _ = await group.race(round_number)
+                await ws.send(encode(Spectate(race=race_id)))
+                async for frame in ws:
+                    now = time.perf_counter()
+                    message = msgpack.unpackb(frame)
+                    kind = message["type"]
+                    if kind == "progress":
+                        for entry in message["racers"]:
+                            sent = self.sent.get((race_id, entry["racer"], entry["cards_played"]))
+                            if sent is not None and self.measuring(sent):
+                                self.stats.progress_spectators.append(now - sent)
+                    elif kind == "finished":
+                        break
+                    elif kind == "error":
+                        self.error(message.get("code", "?"))
+                        break
+                while group.current == round_number and not self.stop.is_set():
+                    await asyncio.sleep(0.05)
+
+    # --------------------------------------------------------------- echo mode
+
+    async def echo_racer(self, group: Group, seat: int) -> None:
+        name = f"load-{group.index}-{seat}"
+        path = f"/g{group.index}"
+        ws = await self.open(path, Hello(name=name, bot=True, client="bench.load"))
+        if ws is None:
+            return
+        rng = random.Random(self.settings.seed * 1_000_003 + group.index * 1009 + seat)
+        race_id, you = path, str(seat)
+        await self.go.wait()
+        move = 0
+        waiting_since: float | None = None
+
+        async def place_next() -> None:
+            nonlocal move, waiting_since
+            await asyncio.sleep(self.settings.think * rng.uniform(0.5, 1.5))
+            if self.stop.is_set():
+                return
+            move = move % 40 + 1
+            waiting_since = self.sent[(race_id, you, move)] = time.perf_counter()
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(encode(Place(race=group_code(group), move=move, row=0, col=0,
+                                           id=seat)))
+
+        tasks = {asyncio.create_task(place_next())}
+        with contextlib.suppress(ConnectionClosed):
+            async for frame in ws:
+                now = time.perf_counter()
+                message = msgpack.unpackb(frame)
+                if message.get("type") != "place":
+                    continue
+                sender = str(message.get("id"))
+                if sender == you:
+                    if waiting_since is not None and self.measuring(waiting_since):
+                        self.stats.rtt.append(now - waiting_since)
+                        self.stats.moves += 1
+                    waiting_since = None
+                    task = asyncio.create_task(place_next())
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                else:
+                    sent = self.sent.get((race_id, sender, message["move"]))
+                    if sent is not None and self.measuring(sent):
+                        self.stats.progress_racers.append(now - sent)
+        for task in tasks:
+            task.cancel()
+
+    async def echo_spectator(self, index: int) -> None:
+        group = self.groups[index % len(self.groups)]
+        path = f"/g{group.index}"
+        ws = await self.open(path, Hello(name=f"watch-{index}", bot=True, role=Role.SPECTATOR))
+        if ws is None:
+            return
+        with contextlib.suppress(ConnectionClosed):
+            async for frame in ws:
+                now = time.perf_counter()
+                message = msgpack.unpackb(frame)
+                if message.get("type") == "place":
+                    sent = self.sent.get((path, str(message.get("id")), message["move"]))
+                    if sent is not None and self.measuring(sent):
+                        self.stats.progress_spectators.append(now - sent)
+
+    # ------------------------------------------------------------------ a run
+
+    async def run(self, ready: asyncio.Future[None]) -> dict[str, Any]:
+        """Connect everyone, wait for ``ready`` (the parent's go), race, report."""
+        settings = self.settings
+        racer, spectator = (
+            (self.server_racer, self.server_spectator)
+            if self.mode == "server"
+            else (self.echo_racer, self.echo_spectator)
+        )
+        tasks = [
+            asyncio.create_task(racer(self.groups[i // settings.race_size], i % settings.race_size))
+            for i in range(settings.racers)
+        ]
+        tasks += [asyncio.create_task(spectator(i)) for i in range(settings.spectators)]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.all_connected.wait(), settings.connect_timeout)
+        print(json.dumps({"connected": self.stats.connected}), flush=True)
+        await ready
+        cpu_start, wall_start = time.process_time(), time.perf_counter()
+        self.measure_from = wall_start + settings.warmup
+        self.go.set()
+        await asyncio.sleep(settings.duration)
+        self.stop.set()
+        cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+        await asyncio.gather(
+            *(ws.close() for ws in self.connections), return_exceptions=True
+        )
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        window = max(wall - settings.warmup, 1e-9)
+        stats = self.stats
+        return {
+            "moves": stats.moves,
+            "moves_per_second": stats.moves / window,
+            "rtt_ms": summary(stats.rtt),
+            "progress_racers_ms": summary(stats.progress_racers),
+            "progress_spectators_ms": summary(stats.progress_spectators),
+            "errors": sum(stats.errors.values()),
+            "error_codes": dict(stats.errors),
+            "connected": stats.connected,
+            "races_started": stats.races,
+            "generator_cpu_percent": 100 * cpu / wall,
+        }
+
+
+def group_code(group: Group) -> str:
+    return f"g{group.index}"
+
+
+def summary(samples: Sequence[float]) -> dict[str, float | int | None]:
+    """p50/p90/p99/max in milliseconds (nearest rank), and the count."""
+    if not samples:
+        return {"count": 0, "p50": None, "p90": None, "p99": None, "max": None}
+    ordered = sorted(samples)
+
+    def rank(q: float) -> float:
+        return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+    return {
+        "count": len(ordered),
+        "p50": rank(0.50),
+        "p90": rank(0.90),
+        "p99": rank(0.99),
+        "max": round(1000 * ordered[-1], 2),
+    }
+
+
+async def generate(settings: Settings, url: str, mode: str) -> dict[str, Any]:
+    """The generator process's whole life: the parent says go on stdin."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def on_stdin() -> None:
+        line = sys.stdin.readline()
+        if not ready.done():
+            ready.set_result(None) if line else ready.set_exception(EOFError())
+        loop.remove_reader(sys.stdin.fileno())
+
+    loop.add_reader(sys.stdin.fileno(), on_stdin)
+    return await Generator(settings, url, mode).run(ready)
+
+
+# ================================================================ the parent process
+
+
+def raise_file_limit() -> None:
+    """Thousands of sockets need thousands of descriptors (children inherit the limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def pinned(cpu: int, command: list[str]) -> list[str]:
+    """``command`` pinned to ``cpu`` with taskset, when there is taskset and that CPU."""
+    if shutil.which("taskset") and (os.cpu_count() or 1) > cpu:
+        return ["taskset", "-c", str(cpu), *command]
+    return command
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the target exited with status {process.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listened on port {port} within {timeout:.0f} s")
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def server_available() -> bool:
+    """Whether ``foursquare serve`` exists yet (the harness is wired either way)."""
+    probe = subprocess.run(
+        [sys.executable, "-m", "cli.main", "serve", "--help"],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+def target_command(target: str, port: int, db: Path, journal: bool) -> list[str]:
+    if target == "echo":
+        return [sys.executable, "-m", "bench.echo_server", "--port", str(port)]
+    command = [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1",
+               "--port", str(port), "--db", str(db)]
+    if not journal:
+        command.append("--no-journal")
+    return command
+
+
+def run_target(target: str, settings: Settings, journal: bool = True) -> dict[str, Any]:
+    """Start ``target``, drive the load at it, and return the measurements."""
+    port = free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="foursquare-load-"))
+    log = (workdir / "target.log").open("wb")
+    target_process = subprocess.Popen(
+        pinned(0, target_command(target, port, workdir / "load.db", journal)),
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+    )
+    generator: subprocess.Popen[str] | None = None
+    try:
+        wait_for_port(port, target_process, 30)
+        time.sleep(0.5)
+        rss_empty = rss_bytes(target_process.pid)
+        generator_command = [
+            sys.executable, "-m", "bench.load", "--generate", target,
+            "--url", f"ws://127.0.0.1:{port}", "--settings", json.dumps(asdict(settings)),
+        ]
+        generator = subprocess.Popen(
+            pinned(1, generator_command),
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        assert generator.stdin is not None and generator.stdout is not None
+        connected = json.loads(generator.stdout.readline() or "{}").get("connected", 0)
+        time.sleep(1.0)
+        rss_idle = rss_bytes(target_process.pid)
+        cpu_start, wall_start = cpu_seconds(target_process.pid), time.monotonic()
+        generator.stdin.write("go\n")
+        generator.stdin.flush()
+        rss_peak = rss_idle
+        while generator.poll() is None and time.monotonic() - wall_start < settings.duration + 60:
+            rss_peak = max(rss_peak, rss_bytes(target_process.pid))
+            time.sleep(0.5)
+            if time.monotonic() - wall_start >= settings.duration:
+                break
+        cpu = cpu_seconds(target_process.pid) - cpu_start
+        wall = time.monotonic() - wall_start
+        output, _ = generator.communicate(timeout=60)
+        measured = json.loads(output.strip().splitlines()[-1])
+    finally:
+        if generator is not None and generator.poll() is None:
+            generator.kill()
+        target_process.send_signal(signal.SIGTERM)
+        try:
+            target_process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            target_process.kill()
+            target_process.wait()
+        log.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    connections = max(connected, 1)
+    return {
+        "target": target,
+        "journal": journal if target == "server" else None,
+        **asdict(settings),
+        **measured,
+        "server_cpu_percent": 100 * cpu / wall,
+        "rss_empty_mib": rss_empty / 2**20,
+        "rss_idle_mib": rss_idle / 2**20,
+        "rss_peak_mib": rss_peak / 2**20,
+        "rss_per_connection_kib": (rss_idle - rss_empty) / connections / 1024,
+    }
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def _ms(value: float | int | None) -> str:
+    return "—" if value is None else f"{value:,.1f}"
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    from bench.report import markdown_table
+
+    header = [
+        "target", "racers", "moves/s", "move RTT p50 / p90 / p99 / max (ms)",
+        "progress → racers p50 / p99", "→ spectators p50 / p99", "errors",
+        "target CPU", "idle KiB/conn",
+    ]
+    rows = []
+    for r in results:
+        rtt, pr, ps = r["rtt_ms"], r["progress_racers_ms"], r["progress_spectators_ms"]
+        name = r["target"] + ("" if r["journal"] in (None, True) else " (no journal)")
+        rows.append([
+            name,
+            f"{r['racers']:,}",
+            f"{r['moves_per_second']:,.0f}",
+            " / ".join(_ms(rtt[k]) for k in ("p50", "p90", "p99", "max")),
+            f"{_ms(pr['p50'])} / {_ms(pr['p99'])}",
+            f"{_ms(ps['p50'])} / {_ms(ps['p99'])}",
+            f"{r['errors']:,}",
+            f"{r['server_cpu_percent']:.0f}%",
+            f"{r['rss_per_connection_kib']:.1f}",
+        ])
+    return markdown_table(header, rows)
+
+
+def ratios(results: list[dict[str, Any]]) -> list[str]:
+    """The p99 ratio of server to echo at the same load, where both ran."""
+    lines = []
+    by_load: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    for r in results:
+        if r["journal"] in (None, True):
+            by_load.setdefault((r["racers"], r["spectators"]), {})[r["target"]] = r
+    for (racers, _), pair in sorted(by_load.items()):
+        server, echo = pair.get("server"), pair.get("echo")
+        if server and echo and server["rtt_ms"]["p99"] and echo["rtt_ms"]["p99"]:
+            ratio = server["rtt_ms"]["p99"] / echo["rtt_ms"]["p99"]
+            lines.append(f"- {racers:,} racers: server move p99 is {ratio:.2f}x the echo floor's.")
+    return lines
+
+
+def write_docs(results: list[dict[str, Any]], command: str, notes: list[str]) -> None:
+    from bench.report import PERFORMANCE_DOC, machine_line, update_section
+
+    text = PERFORMANCE_DOC.read_text() if PERFORMANCE_DOC.exists() else "# Performance\n"
+    if "<!-- bench:load -->" not in text:
+        PERFORMANCE_DOC.write_text(text.rstrip() + "\n\n" + LOAD_INTRO + "\n<!-- bench:load -->\n"
+                                   "<!-- /bench:load -->\n")
+    first = results[0]
+    body = [
+        table(results),
+        "",
+        *ratios(results),
+        *notes,
+        "",
+        f"Races of {first['race_size']}, think time {first['think']:g} s (uniform 0.5x-1.5x), "
+        f"{first['spectators']} spectators, {first['duration']:g} s per target of which the first "
+        f"{first['warmup']:g} s are not measured. Command: `{command}` ({machine_line()}).",
+    ]
+    update_section("load", "\n".join(body))
+
+
+LOAD_INTRO = """## Load
+`bench/load.py` (`make bench-load`) runs the race server (`foursquare serve`, journal on)
+and, as the floor, a bare websockets echo server (`bench/echo_server.py`: same library,
+compression off, each frame echoed to its sender and broadcast to its group) with the same
+connections and message pattern. Each target runs alone on CPU 0; the load generator runs
+on CPU 1. Racers are real websocket clients in private races, placing greedy legal moves
+after a think time; spectators watch the same races. Move RTT is `place` sent to the next
+`card` received (to the echo, against the floor). The progress delay runs from a move's
+`place` to the progress update showing it; the server coalesces progress to ~10 updates a
+second per race, so up to ~100 ms of it is by design. Memory is the target's resident set
+after everyone has connected and said hello, less before, per connection.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    defaults = Settings()
+    parser.add_argument("--racers", type=int, default=defaults.racers)
+    parser.add_argument("--race-size", type=int, default=defaults.race_size)
+    parser.add_argument("--think", type=float, default=defaults.think)
+    parser.add_argument("--spectators", type=int, default=defaults.spectators)
+    parser.add_argument("--duration", type=float, default=defaults.duration)
+    parser.add_argument("--warmup", type=float, default=defaults.warmup)
+    parser.add_argument(
+        "--targets", default="server,echo",
+        help="comma-separated, from: server, echo, server-no-journal",
+    )
+    parser.add_argument("--json", type=Path, default=RESULTS / "load.json",
+                        help="where to write the results")
+    parser.add_argument("--write", action="store_true",
+                        help="update the Load section of docs/performance.md")
+    parser.add_argument("--generate", choices=TARGETS, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--settings", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.generate:
+        settings = Settings(**json.loads(args.settings))
+        result = asyncio.run(generate(settings, args.url, args.generate))
+        print(json.dumps(result), flush=True)
+        return 0
+
+    raise_file_limit()
+    settings = Settings(
+        racers=args.racers, race_size=args.race_size, think=args.think,
+        spectators=args.spectators, duration=args.duration,
+        warmup=min(args.warmup, args.duration / 2),
+    )
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    notes: list[str] = []
+    results = []
+    for target in targets:
+        kind, journal = ("server", False) if target == "server-no-journal" else (target, True)
+        if kind not in TARGETS:
+            parser.error(f"unknown target {target!r}")
+        if kind == "server" and not server_available():
+            note = "- server: skipped, `foursquare serve` is not available in this tree yet."
+            print(note.removeprefix("- "), file=sys.stderr)
+            notes.append(note)
+            continue
+        print(f"{target}: {settings.racers} racers, {settings.spectators} spectators, "
+              f"{settings.duration:g} s ...", file=sys.stderr, flush=True)
+        results.append(run_target(kind, settings, journal))
+    if not results:
+        print("nothing ran", file=sys.stderr)
+        return 1
+    print(table(results))
+    for line in ratios(results) + notes:
+        print(line)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"settings": asdict(settings), "results": results},
+                                    indent=2) + "\n")
+    if args.write:
+        shown = " ".join(["python -m bench.load", *(argv if argv is not None else sys.argv[1:])])
+        write_docs(results, shown, notes)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
