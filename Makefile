@@ -33,5 +33,9 @@ bench: $(STAMP)
 bench-load: $(STAMP)
 	$(BIN)/python -m bench.load --write
 
+# A local server on a free port, three bots and you, in one quick race.
+demo: $(STAMP)
+	$(BIN)/python -m client.demo
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -106,7 +106,7 @@ class Bot:
         if snapshot is None or race is None:
             return
         if snapshot.state is RaceState.LOBBY:
-            me = next((r for r in snapshot.racers if r.racer == snapshot.you), None)
+            me = next((r for r in snapshot.racers if r.racer == self.tracker.you), None)
             if me is not None and not me.ready:
                 await self.connection.send(Ready(race=race))
             return
@@ -138,7 +138,7 @@ async def run_bots(
     backoff: Backoff = DEFAULT_BACKOFF,
 ) -> list[BotResult]:
     """Start ``count`` bots that each send ``request`` (quick race or join) and play."""
-    prefix = name_prefix or f"{strategy}-bot"
+    prefix = name_prefix or "bot"
     bots = [
         Bot(
             Connection(url, f"{prefix}-{index + 1}", bot=True, backoff=backoff),

@@ -162,6 +162,9 @@ class RaceTracker:
     mirror: RacerMirror | None = None
     finished: RaceFinished | None = None
     last_flips: list[Position] = field(default_factory=list)
+    you: str | None = None
+    """Our racer id in this race, or ``None`` when watching. Only the snapshot sent to us
+    on joining names us; the ones broadcast to the whole race do not."""
 
     @property
     def race(self) -> str | None:
@@ -180,10 +183,6 @@ class RaceTracker:
         """The race's ruleset (the default until the snapshot arrives)."""
         return self.snapshot.options.ruleset if self.snapshot is not None else Ruleset()
 
-    @property
-    def you(self) -> str | None:
-        """Our racer id, or ``None`` when watching."""
-        return self.snapshot.you if self.snapshot is not None else None
 
     def names(self) -> dict[str, str]:
         """Racer names by id."""
@@ -211,10 +210,12 @@ class RaceTracker:
     def _apply_snapshot(self, snapshot: RaceSnapshot) -> None:
         if snapshot.race != self.race:
             self.commitment, self.progress, self.boards = snapshot.commitment, {}, {}
-            self.mirror, self.finished = None, None
+            self.mirror, self.finished, self.you = None, None, None
+        if snapshot.you is not None:
+            self.you = snapshot.you
         self.snapshot = snapshot
         self.progress.update((entry.racer, entry) for entry in snapshot.progress)
-        if snapshot.you is not None and self.mirror is None:
+        if self.you is not None and self.mirror is None:
             self.mirror = RacerMirror(snapshot.options.ruleset)
 
     def leaderboard(self) -> list[ProgressEntry]:

@@ -68,7 +68,7 @@ class WaitingScreen(Screen[None]):
         table = self.query_one("#racers", DataTable)
         table.clear()
         for racer in snapshot.racers:
-            who = racer.name + (" (you)" if racer.racer == snapshot.you else "")
+            who = racer.name + (" (you)" if racer.racer == self.tracker.you else "")
             notes = ", ".join(
                 note for note, present in (("bot", racer.bot), ("offline", not racer.connected))
                 if present
@@ -102,7 +102,7 @@ class WaitingScreen(Screen[None]):
         snapshot = self.tracker.snapshot
         if snapshot is None:
             return False
-        return any(r.ready for r in snapshot.racers if r.racer == snapshot.you)
+        return any(r.ready for r in snapshot.racers if r.racer == self.tracker.you)
 
     def action_toggle_ready(self) -> None:
         """Say ready, or take it back."""
