@@ -37,7 +37,7 @@ from protocol import (
 from server import race as core
 from server.config import ServerConfig
 from server.host import RaceHost
-from server.journal import Journal, PlayerRecord, RaceOpened, rebuild
+from server.journal import Journal, PlayerRecord, RaceOpened, Recovered, rebuild
 from server.logs import log_event
 from server.metrics import Metrics
 from server.outgoing import millis, race_options
@@ -100,7 +100,8 @@ class RaceServer:
     async def start(self) -> None:
         """Open the journal, recover unfinished races, and listen."""
         self._journal = await asyncio.to_thread(Journal, self.config.db)
-        await asyncio.to_thread(self._recover)
+        recovered = await asyncio.to_thread(Journal.load, self.config.db)
+        self._recover(recovered)
         self._server = await serve(
             self._handle,
             self.config.host,
@@ -149,13 +150,12 @@ class RaceServer:
         await signalled.wait()
         await self.stop()
 
-    def _recover(self) -> None:
+    def _recover(self, recovered: Recovered) -> None:
         """Bring back every player and every unfinished race from the journal."""
-        recovered = Journal.load(self.config.db)
         for player in recovered.players:
             self.sessions.add(Session(player.player_id, player.token_hash, player.name, player.bot))
         for stored in recovered.races:
-            race = rebuild(stored)
+            race = rebuild(stored)  # fast: replaying a whole race takes about a millisecond
             if not race.racer_ids:
                 continue  # a lobby everyone left: nothing to come back to
             self.hosts[race.race_id] = self._host(race)

@@ -113,15 +113,17 @@ def run_server_process(db_path: Path, *extra: str) -> Iterator[ServerProcess]:
         "--quick-countdown", "0.2", *extra,
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-    )
+    # The server's log lines go beside its journal, to read when a test fails.
+    log = db_path.with_suffix(".log").open("a")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
         match = re.search(r"ws://([\d.]+):(\d+)", line)
         if match is None:
-            raise RuntimeError(f"the server did not start: {line!r}")
+            log.flush()
+            problem = db_path.with_suffix(".log").read_text()[-2000:]
+            raise RuntimeError(f"the server did not start: {line!r}\n{problem}")
         host, port = match[1], match[2]
         yield ServerProcess(process, f"ws://{host}:{port}", f"http://{host}:{port}", db_path)
     finally:
@@ -130,6 +132,7 @@ def run_server_process(db_path: Path, *extra: str) -> Iterator[ServerProcess]:
         process.wait(timeout=10)
         if process.stdout is not None:
             process.stdout.close()
+        log.close()
 
 
 @pytest.fixture

@@ -1,0 +1,112 @@
+"""A server killed or stopped mid-race: nothing acknowledged is lost, racers go on."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from websockets.exceptions import ConnectionClosed
+
+from protocol import (
+    Boards,
+    CardToPlace,
+    CloseCode,
+    CreateRace,
+    JoinRace,
+    MovePlaced,
+    Place,
+    RaceFinished,
+    RaceOptions,
+    RaceSnapshot,
+    RaceState,
+    Resign,
+)
+from protocol.result import verify_result
+from tests.conftest import run_server_process
+from tests.server.wire_client import WireClient
+
+DUEL = RaceOptions(max_racers=2, min_racers=2, countdown=0, public=False)
+
+
+async def open_duel(url: str) -> tuple[WireClient, WireClient, str]:
+    ann = await WireClient.connect(url, "ann")
+    bob = await WireClient.connect(url, "bob", bot=True)
+    await ann.send(CreateRace(options=DUEL, id=ann.next_id()))
+    race = (await ann.expect(RaceSnapshot)).race
+    await bob.send(JoinRace(race=race, id=bob.next_id()))
+    return ann, bob, race
+
+
+async def play_first_targets(racer: WireClient, race: str, count: int) -> list[tuple[int, int]]:
+    """Play ``count`` moves, each on the first legal target; return them once acknowledged."""
+    played = []
+    for _ in range(count):
+        card = await racer.expect(CardToPlace)
+        row, col = card.targets[0]
+        await racer.send(Place(race=race, move=card.move, row=row, col=col, id=racer.next_id()))
+        placed = await racer.expect(MovePlaced)
+        assert placed.move == card.move
+        played.append((row, col))
+    return played
+
+
+async def test_a_server_killed_mid_race_comes_back_with_every_acknowledged_move(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "journal.db"
+    with run_server_process(db) as first:
+        ann, bob, race = await open_duel(first.url)
+        ann_moves = await play_first_targets(ann, race, 5)
+        bob_moves = await play_first_targets(bob, race, 2)
+        first.kill()
+    tokens = {ann.racer_id: ann.welcome.resume, bob.racer_id: bob.welcome.resume}
+
+    with run_server_process(db) as second:
+        back = {}
+        for racer_id, token in tokens.items():
+            client = await WireClient.connect(second.url, "again", resume=token)
+            assert client.welcome.resumed and client.racer_id == racer_id
+            back[racer_id] = client
+        ann2, bob2 = back[ann.racer_id], back[bob.racer_id]
+        snapshot = await ann2.expect(RaceSnapshot)
+        assert snapshot.state is RaceState.RUNNING and snapshot.race == race
+        assert {e.racer: e.cards_played for e in snapshot.progress} == {
+            ann.racer_id: 5,
+            bob.racer_id: 2,
+        }
+        own = await ann2.expect(Boards)
+        assert own.boards[0].shown == 5
+        assert (await bob2.expect(CardToPlace)).move == 3
+        # The game goes on from where it was.
+        ann_moves += await play_first_targets(ann2, race, 2)
+        for client in (ann2, bob2):
+            await client.send(Resign(race=race, id=client.next_id()))
+        finished = await ann2.expect(RaceFinished)
+        moves = {s.racer: list(s.moves) for s in finished.standings}
+        assert moves == {ann.racer_id: ann_moves, bob.racer_id: bob_moves}
+        assert verify_result(finished.to_result()).ok
+        for client in (ann, bob, ann2, bob2):
+            await client.close()
+
+
+async def test_sigterm_closes_connections_with_going_away_and_keeps_the_race(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "journal.db"
+    with run_server_process(db) as server:
+        ann, bob, race = await open_duel(server.url)
+        await play_first_targets(ann, race, 3)
+        status = await asyncio.to_thread(server.terminate)
+        assert status == 0
+        for client in (ann, bob):
+            try:
+                while True:
+                    await client.receive()
+            except ConnectionClosed:
+                pass
+            assert client.connection.close_code == CloseCode.GOING_AWAY
+    with run_server_process(db) as again:
+        back = await WireClient.connect(again.url, "ann", resume=ann.welcome.resume)
+        snapshot = await back.expect(RaceSnapshot)
+        assert {e.racer: e.cards_played for e in snapshot.progress}[ann.racer_id] == 3
+        await back.close()

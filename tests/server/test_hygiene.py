@@ -1,0 +1,210 @@
+"""Hostile and careless clients, limits, timeouts, and the HTTP endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from protocol import (
+    CloseCode,
+    CreateRace,
+    Error,
+    ErrorCode,
+    Hello,
+    JoinRace,
+    MovePlaced,
+    Ping,
+    Place,
+    Pong,
+    RaceOptions,
+    RaceSnapshot,
+    decode_server,
+    encode,
+)
+from server.app import RaceServer
+from tests.conftest import LiveServer, fast_config, start_live_server
+from tests.server.wire_client import TIMEOUT, WireClient
+
+
+def http_get(url: str) -> tuple[int, str, str]:
+    with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+        return response.status, response.headers["Content-Type"], response.read().decode()
+
+
+async def still_answers(client: WireClient) -> None:
+    await client.send(Ping(id=client.next_id()))
+    assert isinstance(await client.expect(Pong), Pong)
+
+
+async def test_healthz_and_metrics_answer_over_plain_http(live_server: LiveServer) -> None:
+    ann = await WireClient.connect(live_server.url, "ann")
+    bob = await WireClient.connect(live_server.url, "bob")
+    await ann.send(CreateRace(options=RaceOptions(max_racers=2, countdown=0), id=1))
+    race = (await ann.expect(RaceSnapshot)).race
+    await bob.send(JoinRace(race=race, id=2))
+    await ann.send(Place(race=race, move=1, row=0, col=0, id=3))
+    await ann.expect(MovePlaced)
+    await ann.send(Place(race=race, move=2, row=3, col=3, id=4))
+    assert (await ann.expect(Error)).code is ErrorCode.ILLEGAL_MOVE
+
+    status, _, body = await asyncio.to_thread(http_get, live_server.http_url + "/healthz")
+    assert (status, body) == (200, "ok\n")
+    status, kind, metrics = await asyncio.to_thread(http_get, live_server.http_url + "/metrics")
+    assert status == 200 and kind.startswith("text/plain; version=0.0.4")
+    lines = set(metrics.splitlines())
+    assert "foursquare_connections 2" in lines
+    assert 'foursquare_races{phase="running"} 1' in lines
+    assert "foursquare_moves_total 1" in lines
+    assert 'foursquare_errors_total{code="illegal_move"} 1' in lines
+    assert "foursquare_move_latency_seconds_count 1" in lines
+    assert '# TYPE foursquare_move_latency_seconds histogram' in lines
+    await ann.close()
+    await bob.close()
+
+
+async def test_bad_messages_get_typed_errors_and_the_connection_lives_on(
+    live_server: LiveServer,
+) -> None:
+    client = await WireClient.connect(live_server.url, "careless")
+    nested: object = 1
+    for _ in range(40):
+        nested = [nested]
+    cases = [
+        (b"\xc1", ErrorCode.BAD_FRAME),
+        (msgpack.packb([1, 2, 3]), ErrorCode.BAD_FRAME),
+        (msgpack.packb({"type": "launch_missiles"}), ErrorCode.UNKNOWN_TYPE),
+        (msgpack.packb({"type": "place", "race": "X", "move": 2**63, "row": 0, "col": 0}),
+         ErrorCode.BAD_MESSAGE),
+        (msgpack.packb({"type": "place", "race": "X", "move": "one", "row": 0, "col": 0}),
+         ErrorCode.BAD_MESSAGE),
+        (msgpack.packb({"type": "ping", "deep": nested}), ErrorCode.BAD_FRAME),
+        (encode(Place(race="NOSUCH", move=1, row=0, col=0, id=9)), ErrorCode.RACE_NOT_FOUND),
+        (encode(Hello(name="again", bot=False)), ErrorCode.ALREADY_WELCOMED),
+    ]
+    for frame, code in cases:
+        await client.connection.send(frame)
+        error = await client.expect(Error)
+        assert error.code is code, (frame[:40], error)
+    await client.connection.send("a text frame")
+    assert (await client.expect(Error)).code is ErrorCode.BAD_FRAME
+    await still_answers(client)
+    await client.close()
+
+
+async def test_an_oversize_frame_closes_that_connection_only(live_server: LiveServer) -> None:
+    bystander = await WireClient.connect(live_server.url, "bystander")
+    sender = await WireClient.connect(live_server.url, "sender")
+    await sender.connection.send(b"\x80" * 100_000)
+    with pytest.raises(ConnectionClosed):
+        while True:
+            await sender.receive()
+    assert sender.connection.close_code == CloseCode.MESSAGE_TOO_BIG
+    await still_answers(bystander)
+    await bystander.close()
+
+
+async def test_a_flood_is_rate_limited_with_a_typed_error(tmp_path: Path) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "db"), rate_per_second=1.0, rate_burst=5)
+    async with start_live_server(config) as live:
+        client = await WireClient.connect(live.url, "flood")
+        for request in range(20):
+            await client.send(Ping(id=request))
+        answers = [await client.receive() for _ in range(20)]
+        refused = [a for a in answers if isinstance(a, Error)]
+        assert refused and all(a.code is ErrorCode.RATE_LIMITED for a in refused)
+        assert 5 <= sum(isinstance(a, Pong) for a in answers) < 20
+        await client.close()
+
+
+async def test_a_silent_connection_is_closed_at_the_handshake_timeout(tmp_path: Path) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "db"), handshake_timeout=0.3)
+    async with start_live_server(config) as live, connect(live.url) as silent:
+        await silent.send(encode(Ping(id=1)))
+        refusal = decode_server(await asyncio.wait_for(silent.recv(), TIMEOUT))
+        assert isinstance(refusal, Error) and refusal.code is ErrorCode.HELLO_REQUIRED
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(silent.recv(), TIMEOUT)
+        assert silent.close_code == CloseCode.HANDSHAKE_TIMEOUT
+
+
+async def test_another_protocol_version_is_refused_and_closed(live_server: LiveServer) -> None:
+    async with connect(live_server.url) as old:
+        await old.send(encode(Hello(protocol_version=99, name="old", bot=False)))
+        refusal = decode_server(await asyncio.wait_for(old.recv(), TIMEOUT))
+        assert isinstance(refusal, Error) and refusal.code is ErrorCode.VERSION_MISMATCH
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(old.recv(), TIMEOUT)
+        assert old.close_code == CloseCode.VERSION_MISMATCH
+
+
+# --------------------------------------------------------------- fuzzing
+
+
+@pytest.fixture(scope="module")
+def threaded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real server for every fuzz example, on its own event loop in a thread."""
+    loop = asyncio.new_event_loop()
+    server = RaceServer(fast_config(tmp_path_factory.mktemp("fuzz") / "db"))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.start(), loop).result(TIMEOUT)
+    yield server.url
+    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(TIMEOUT)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(TIMEOUT)
+    loop.close()
+
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text(max_size=20)
+    | st.binary(max_size=20)
+)
+wire_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                 max_size=4),
+    max_leaves=20,
+)
+frames = st.binary(max_size=300) | st.dictionaries(
+    st.sampled_from(["type", "race", "move", "row", "col", "id", "name", "options"]),
+    wire_values | st.sampled_from(["place", "hello", "create_race", "spectate", "ping"]),
+    max_size=6,
+).map(lambda value: msgpack.packb(value, use_bin_type=True))
+
+
+async def send_garbage(url: str, garbage: list[bytes]) -> None:
+    bystander = await WireClient.connect(url, "bystander")
+    fuzzed = await WireClient.connect(url, "fuzzed")
+    for frame in garbage:
+        await fuzzed.connection.send(frame)
+        answer = await fuzzed.receive()
+        assert isinstance(answer, Error | Pong | RaceSnapshot), answer
+    await still_answers(fuzzed)
+    await still_answers(bystander)
+    await fuzzed.close()
+    await bystander.close()
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(garbage=st.lists(frames, min_size=1, max_size=4))
+def test_random_frames_get_answers_never_a_crash(
+    threaded_server: str, garbage: list[bytes]
+) -> None:
+    asyncio.run(send_garbage(threaded_server, garbage))
