@@ -71,6 +71,11 @@ class ErrorCode(StrEnum):
     SERVER_BUSY = "server_busy"
     SHUTTING_DOWN = "shutting_down"
     INTERNAL_ERROR = "internal_error"
+    TOURNAMENT_NOT_FOUND = "tournament_not_found"
+    NOT_HOST = "not_host"
+    TOURNAMENT_STATE = "tournament_state"
+    NOT_AN_ENTRANT = "not_an_entrant"
+    ALREADY_ENTERED = "already_entered"
 
     @property
     def sentence(self) -> str:
@@ -108,6 +113,11 @@ _SENTENCES: dict[ErrorCode, str] = {
     ErrorCode.SERVER_BUSY: "The server is at capacity; try again later.",
     ErrorCode.SHUTTING_DOWN: "The server is shutting down; reconnect later.",
     ErrorCode.INTERNAL_ERROR: "The server failed to handle the message.",
+    ErrorCode.TOURNAMENT_NOT_FOUND: "No tournament has that code.",
+    ErrorCode.NOT_HOST: "Only the tournament's host token can do that.",
+    ErrorCode.TOURNAMENT_STATE: "The tournament is not in a state that allows that now.",
+    ErrorCode.NOT_AN_ENTRANT: "You are not an entrant of that tournament (or were removed).",
+    ErrorCode.ALREADY_ENTERED: "You are already an entrant of that tournament.",
 }
 
 _CLOSES: dict[ErrorCode, CloseCode] = {

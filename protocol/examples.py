@@ -49,6 +49,7 @@ from protocol.messages import (
     Standing,
     Welcome,
 )
+from protocol.tournament import TOURNAMENT_EXAMPLES
 
 _T0 = 1_764_000_000_000
 _COMMIT = "3f0c5e1d9a7b2c4e6f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e"
@@ -229,4 +230,5 @@ EXAMPLES: dict[str, Message] = {
     )
 }
 
+EXAMPLES.update(TOURNAMENT_EXAMPLES)  # type: ignore[arg-type]
 assert sorted(EXAMPLES) == sorted([*CLIENT_MESSAGES, *SERVER_MESSAGES])

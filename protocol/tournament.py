@@ -373,6 +373,100 @@ CLIENT_MESSAGES.update(TOURNAMENT_CLIENT_MESSAGES)  # type: ignore[arg-type]
 SERVER_MESSAGES.update(TOURNAMENT_SERVER_MESSAGES)  # type: ignore[arg-type]
 
 
+#: Value types the messages above nest, in the order ``docs/protocol.md`` lists them.
+TOURNAMENT_VALUE_TYPES = (TournamentOptions, TournamentStanding, TournamentRaceInfo)
+
+_T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
+_STATE = TournamentState(
+    tournament="CLUB42",
+    name="Thursday club night",
+    format=TournamentFormat.ROUNDS,
+    status=TournamentStatus.RUNNING,
+    paused=False,
+    ending=False,
+    round=2,
+    rounds=3,
+    standings=(
+        TournamentStanding(
+            place=1,
+            tied=False,
+            entrant="p-3f9a01c2de",
+            name="Ann",
+            bot=False,
+            state=EntrantState.ACTIVE,
+            points=9,
+            stock_left=7,
+            time_ms=412_000,
+            games=2,
+        ),
+        TournamentStanding(
+            place=2,
+            tied=True,
+            entrant="p-77b0e1aa03",
+            name="greedy-bot",
+            bot=True,
+            state=EntrantState.ACTIVE,
+            points=6,
+            stock_left=0,
+            time_ms=600_000,
+            games=2,
+        ),
+        TournamentStanding(
+            place=2,
+            tied=True,
+            entrant="p-0c1d2e3f40",
+            name="Bea",
+            bot=False,
+            state=EntrantState.LEFT,
+            points=6,
+            stock_left=0,
+            time_ms=600_000,
+            games=2,
+        ),
+    ),
+    races=(
+        TournamentRaceInfo(
+            race="T7QK2M-r2-1", round=2, racers=("p-3f9a01c2de", "p-77b0e1aa03"), finished=False
+        ),
+    ),
+    server_time=_T0 + 900_000,
+    you="p-3f9a01c2de",
+    reply_to=12,
+)
+
+#: One example of every tournament message, by wire type (``protocol.examples`` adds them).
+TOURNAMENT_EXAMPLES: dict[str, TournamentClientMessage | TournamentServerMessage] = {
+    m.TYPE: m
+    for m in (
+        CreateTournament(
+            options=TournamentOptions(
+                name="Thursday club night",
+                format=TournamentFormat.ROUNDS,
+                rounds=3,
+                race_size=8,
+                time_limit=300,
+                seed_policy=SeedPolicy.WINNABLE,
+            ),
+            id=11,
+        ),
+        TournamentControl(
+            tournament="CLUB42",
+            host_token="hT0k3n-5ecret-value-xyz",
+            action=HostAction.START,
+            id=12,
+        ),
+        JoinTournament(tournament="CLUB42", id=13),
+        LeaveTournament(tournament="CLUB42", id=14),
+        SetArenaAvailable(tournament="ARENA7", available=False, id=15),
+        WatchTournament(tournament="CLUB42", id=16),
+        ExportTournament(tournament="CLUB42", id=17),
+        TournamentCreated(tournament="CLUB42", host_token="hT0k3n-5ecret-value-xyz", reply_to=11),
+        _STATE,
+        TournamentExport(state=_STATE, games=(), reply_to=17),
+    )
+}
+
+
 def encode_tournament(message: TournamentClientMessage | TournamentServerMessage) -> bytes:
     """The frame for a tournament message (:func:`~protocol.codec.encode`, typed for these)."""
     return encode(cast(Message, message))
