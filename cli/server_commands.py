@@ -65,11 +65,13 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"foursquare server listening on {server.url}", flush=True)
 
     try:
-        asyncio.run(run_server(config, started))
+        clean = asyncio.run(run_server(config, started))
     except OSError as error:
         print(f"error: cannot serve on {config.host}:{config.port}: {error}", file=sys.stderr)
         return 1
-    return 0
+    if not clean:
+        print("error: the journal failed; restart to recover from it", file=sys.stderr)
+    return 0 if clean else 1
 
 
 def run_verify(args: argparse.Namespace) -> int:

@@ -43,6 +43,7 @@ from server.metrics import Metrics
 from server.outgoing import millis, race_options
 from server.rate_limit import TokenBucket
 from server.sessions import Session, SessionRegistry
+from server.tournament_host import TournamentDesk
 
 SERVER_INFO = protocol.ServerInfo(name="foursquare", version="0.1.0")
 
@@ -77,7 +78,10 @@ class RaceServer:
         self.connections: set[ServerConnection] = set()
         self.port = config.port
         self.stopping = False
+        self.failed = False
+        """Set when the server stopped because its journal failed."""
         self._journal: Journal | None = None
+        self.tournaments = TournamentDesk(self)
         self._server: Server | None = None
         self._stopped = asyncio.Event()
         self._closing: set[asyncio.Task[None]] = set()
@@ -102,6 +106,7 @@ class RaceServer:
         self._journal = await asyncio.to_thread(Journal, self.config.db)
         recovered = await asyncio.to_thread(Journal.load, self.config.db)
         self._recover(recovered)
+        self.tournaments.start()
         self._server = await serve(
             self._handle,
             self.config.host,
@@ -138,17 +143,23 @@ class RaceServer:
             await self._server.wait_closed()
         for host in self.hosts.values():
             host.stop()
+        self.tournaments.stop()
         log_event("server_stop")
         self._stopped.set()
 
-    async def serve_until_signalled(self) -> None:
-        """Run until SIGTERM or SIGINT, then :meth:`stop`."""
+    async def serve_until_signalled(self) -> bool:
+        """Run until SIGTERM or SIGINT, then :meth:`stop`. Returns ``False`` if the server
+        had to stop on its own instead (the journal failed)."""
         loop = asyncio.get_running_loop()
         signalled = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, signalled.set)
-        await signalled.wait()
+        waits = [asyncio.create_task(signalled.wait()), asyncio.create_task(self._stopped.wait())]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits:
+            wait.cancel()
         await self.stop()
+        return not self.failed
 
     def _recover(self, recovered: Recovered) -> None:
         """Bring back every player and every unfinished race from the journal."""
@@ -178,10 +189,21 @@ class RaceServer:
             metrics=self.metrics,
             clock=self.config.clock,
             on_finished=self._race_finished,
+            on_journal_failure=self._journal_failed,
             first_records=[opened] if opened else [],
         )
 
+    def _journal_failed(self, error: Exception) -> None:
+        if self.stopping:
+            return
+        log_event("server_failing", reason="the journal cannot write", error=repr(error))
+        self.failed = True
+        stopping = asyncio.create_task(self.stop())
+        self._closing.add(stopping)
+        stopping.add_done_callback(self._closing.discard)
+
     def _race_finished(self, host: RaceHost) -> None:
+        self.tournaments.race_finished(host)
         loop = asyncio.get_running_loop()
         loop.call_later(self.config.finished_linger, self._forget, host)
 
@@ -499,6 +521,8 @@ class RaceServer:
                 self._on_resign(connection, session, message)
             case protocol.Spectate():
                 self._on_spectate(connection, session, message)
+            case _ if self.tournaments.handles(message):
+                self.tournaments.dispatch(connection, session, message)
 
     def _on_ping(
         self, connection: ServerConnection, session: Session, message: protocol.Ping
@@ -714,11 +738,15 @@ def _remote(connection: ServerConnection) -> str | None:
     return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else None
 
 
-async def run_server(config: ServerConfig, started: Callable[[RaceServer], None] | None = None
-                     ) -> None:
-    """Start a server, report it through ``started``, serve until SIGTERM/SIGINT, stop."""
+async def run_server(
+    config: ServerConfig, started: Callable[[RaceServer], None] | None = None
+) -> bool:
+    """Start a server, report it through ``started``, serve until SIGTERM/SIGINT, stop.
+
+    Returns ``False`` if it stopped because the journal failed.
+    """
     server = RaceServer(config)
     await server.start()
     if started is not None:
         started(server)
-    await server.serve_until_signalled()
+    return await server.serve_until_signalled()

@@ -66,6 +66,7 @@ class RaceHost:
         metrics: Metrics,
         clock: Clock,
         on_finished: Callable[[RaceHost], None],
+        on_journal_failure: Callable[[Exception], None],
         first_records: Iterable[Record] = (),
     ):
         self.race = race
@@ -75,6 +76,7 @@ class RaceHost:
         self._metrics = metrics
         self._clock = clock
         self._on_finished = on_finished
+        self._on_journal_failure = on_journal_failure
         self._pending_records = list(first_records)
         self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
         self._wake = asyncio.Event()
@@ -221,11 +223,12 @@ class RaceHost:
                 try:
                     await asyncio.wrap_future(item.committed)
                 except Exception as error:
-                    # Not durable, so not announced: the racer's retry will be answered
-                    # from the race's state once the journal works again.
+                    # Not durable, so never announced. The race in memory is now ahead of
+                    # the journal, so it must not answer anyone again: fail-stop, and let
+                    # a restart recover every race from what the journal does hold.
                     log_event("journal_error", race=self.race_id, error=repr(error))
-                    self._metrics.errors["internal_error"] += 1
-                    continue
+                    self._on_journal_failure(error)
+                    return
             self._deliver(item)
 
     def _deliver(self, item: _Outgoing) -> None:

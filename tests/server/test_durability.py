@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
+import pytest
 from websockets.exceptions import ConnectionClosed
 
 from protocol import (
@@ -22,7 +24,7 @@ from protocol import (
     Resign,
 )
 from protocol.result import verify_result
-from tests.conftest import run_server_process
+from tests.conftest import LiveServer, run_server_process
 from tests.server.wire_client import WireClient
 
 DUEL = RaceOptions(max_racers=2, min_racers=2, countdown=0, public=False)
@@ -110,3 +112,21 @@ async def test_sigterm_closes_connections_with_going_away_and_keeps_the_race(
         snapshot = await back.expect(RaceSnapshot)
         assert {e.racer: e.cards_played for e in snapshot.progress}[ann.racer_id] == 3
         await back.close()
+
+
+async def test_a_journal_that_cannot_write_stops_the_server_before_any_answer(
+    live_server: LiveServer,
+) -> None:
+    ann, _, race = await open_duel(live_server.url)
+    await play_first_targets(ann, race, 1)
+    with sqlite3.connect(live_server.db_path) as connection:
+        connection.execute("DROP TABLE race_commands")
+    card = await ann.expect(CardToPlace)
+    row, col = card.targets[0]
+    await ann.send(Place(race=race, move=card.move, row=row, col=col, id=ann.next_id()))
+    with pytest.raises(ConnectionClosed):
+        while True:
+            message = await ann.receive()
+            assert not isinstance(message, MovePlaced), "a move that is not on disk was answered"
+    assert ann.connection.close_code == CloseCode.GOING_AWAY
+    assert live_server.server is not None and live_server.server.failed

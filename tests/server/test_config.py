@@ -1,0 +1,33 @@
+"""The server's configuration: defaults, environment variables, flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.main import build_parser
+from server.config import ServerConfig
+
+
+def test_defaults_suit_a_local_run() -> None:
+    config = ServerConfig.from_environment({})
+    assert (config.host, config.port, config.db) == ("127.0.0.1", 8765, "foursquare.db")
+
+
+def test_environment_variables_set_what_flags_do_not() -> None:
+    environ = {"FOURSQUARE_HOST": "0.0.0.0", "FOURSQUARE_PORT": "9000", "FOURSQUARE_DB": "x.db"}
+    assert ServerConfig.from_environment(environ) == ServerConfig(
+        host="0.0.0.0", port=9000, db="x.db"
+    )
+    flagged = ServerConfig.from_environment(environ, port=9001, db="y.db")
+    assert (flagged.host, flagged.port, flagged.db) == ("0.0.0.0", 9001, "y.db")
+
+
+@pytest.mark.parametrize("port", ["eighty", "70000"])
+def test_a_bad_port_is_refused_with_a_sentence(port: str) -> None:
+    with pytest.raises(ValueError, match=r"(?i)port"):
+        ServerConfig.from_environment({"FOURSQUARE_PORT": port})
+
+
+def test_serve_takes_host_port_and_db_flags() -> None:
+    args = build_parser().parse_args(["serve", "--host", "::1", "--port", "0", "--db", "a.db"])
+    assert (args.host, args.port, args.db) == ("::1", 0, "a.db")
