@@ -40,7 +40,7 @@ from server.host import RaceHost
 from server.journal import Journal, PlayerRecord, RaceOpened, Recovered, rebuild
 from server.logs import log_event
 from server.metrics import Metrics
-from server.outgoing import millis, race_options
+from server.outgoing import card_message, millis, race_options
 from server.rate_limit import TokenBucket
 from server.sessions import Session, SessionRegistry
 from server.tournament_host import TournamentDesk
@@ -449,6 +449,8 @@ class RaceServer:
                     code, refusal.message, in_reply_to=message.TYPE, reply_to=message.id
                 ),
             )
+            if code is ErrorCode.BAD_MOVE_NUMBER and isinstance(message, protocol.Place):
+                self._send_card_again(session, message.race)
         except Exception as error:  # a bug must cost one answer, never the connection
             log_event("internal_error", message=message.TYPE, error=repr(error))
             await self._refuse(
@@ -523,6 +525,13 @@ class RaceServer:
                 self._on_spectate(connection, session, message)
             case _ if self.tournaments.handles(message):
                 self.tournaments.dispatch(connection, session, message)
+
+    def _send_card_again(self, session: Session, race: str) -> None:
+        """After a move number out of turn: the card the racer must place, once more."""
+        host = self.hosts.get(race.upper())
+        card = host.race.card_for(session.session_id) if host else None
+        if host is not None and card is not None and session.connection is not None:
+            host.tell(session.connection, card_message(host.race_id, card))
 
     def _on_ping(
         self, connection: ServerConnection, session: Session, message: protocol.Ping

@@ -516,6 +516,12 @@ class Race:
             sends.append(Send(racer_id, RaceFinished(self.result)))
         return sends
 
+    def card_for(self, racer_id: str) -> CardToPlace | None:
+        """The card racer ``racer_id`` must place now, if the race runs and its game goes on."""
+        if self.phase is not Phase.RUNNING:
+            return None
+        return self._racer(racer_id).card_to_place()
+
     def spectator_view(self, now: float) -> list[Event]:
         """Everything a new spectator needs: state, progress, boards up to the fog line."""
         events: list[Event] = [

@@ -173,6 +173,8 @@ async def test_an_illegal_move_is_refused_and_the_game_goes_on_unchanged(
     await play(ann, race, WON_MOVES[1:3], first=2)
     out_of_turn = await place(ann, race, 9, (0, 0))
     assert isinstance(out_of_turn, Error) and out_of_turn.code is ErrorCode.BAD_MOVE_NUMBER
+    again = await ann.expect(CardToPlace)
+    assert (again.move, again.card) == (4, STOCK[3])
     await ann.close()
     await bob.close()
 
