@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from engine import deal
 from protocol import (
     Boards,
     CardToPlace,
@@ -87,6 +88,8 @@ async def test_a_server_killed_mid_race_comes_back_with_every_acknowledged_move(
         moves = {s.racer: list(s.moves) for s in finished.standings}
         assert moves == {ann.racer_id: ann_moves, bob.racer_id: bob_moves}
         assert verify_result(finished.to_result()).ok
+        for client in (ann, bob, ann2, bob2):
+            client.assert_nothing_undrawn(deal(finished.seed))
         for client in (ann, bob, ann2, bob2):
             await client.close()
 

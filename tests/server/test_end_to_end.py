@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main as foursquare
-from engine import Card, Position, deal
+from engine import Position, deal
 from protocol import (
     Boards,
     CardToPlace,
@@ -88,26 +88,6 @@ def race_of(racer: WireClient) -> str:
     return snapshots[-1].race
 
 
-def assert_fair(racer: WireClient, stock: list[Card]) -> None:
-    """Nothing the racer received before the finish holds a card it had not drawn."""
-    drawn = 0
-    for message in racer.received:
-        if isinstance(message, RaceFinished):
-            return  # the seed is revealed: everything may be shown
-        if isinstance(message, CardToPlace):
-            drawn = max(drawn, message.move)
-        if isinstance(message, Boards):
-            # After a resume the racer's own board comes first: it holds what it placed.
-            own = [b.shown for b in message.boards if b.racer == racer.racer_id]
-            drawn = max([drawn, *own])
-        cards: list[Card] = []
-        if isinstance(message, CardToPlace | MovePlaced):
-            cards.append(message.card)
-        if isinstance(message, Boards):
-            cards += [c for board in message.boards for pile in board.piles for c in pile.cards]
-        assert set(cards) <= set(stock[:drawn]), (message, drawn)
-
-
 async def test_two_racers_race_from_hello_to_standings_that_verify(
     live_server: LiveServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,7 +109,7 @@ async def test_two_racers_race_from_hello_to_standings_that_verify(
     assert winner.moves == WON_MOVES
     assert verify_result(finished.to_result()).ok
     for racer in (ann, bob):
-        assert_fair(racer, STOCK)
+        racer.assert_nothing_undrawn(STOCK)
 
     saved = tmp_path / "result.json"
     saved.write_text(json.dumps(encode_wire(finished)))
@@ -220,7 +200,7 @@ async def test_a_racer_reconnects_with_its_token_and_finds_its_race_as_it_left_i
     await bob.send(Resign(race=race, id=bob.next_id()))
     finished = await back.expect(RaceFinished)
     assert finished.standings[0].racer == ann.racer_id
-    assert_fair(back, STOCK)
+    back.assert_nothing_undrawn(STOCK)
     await back.close()
     await bob.close()
 
@@ -256,5 +236,7 @@ async def test_a_spectator_sees_boards_behind_the_fog_during_the_race_and_all_af
         assert all(board.shown <= fog for board in message.boards)
     latest = {board.racer: board.shown for b in boards for board in b.boards}
     assert latest[ann.racer_id] == len(WON_MOVES)
+    for racer in (ann, bob):
+        racer.assert_nothing_undrawn(STOCK)
     for client in (ann, bob, watcher):
         await client.close()

@@ -11,9 +11,14 @@ from typing import TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect
 
+from engine import Card
 from protocol import (
+    Boards,
+    CardToPlace,
     ClientMessage,
     Hello,
+    MovePlaced,
+    RaceFinished,
     Role,
     ServerMessage,
     Welcome,
@@ -81,6 +86,25 @@ class WireClient:
                 getattr(message, name) == value for name, value in fields.items()
             ):
                 return message
+
+    def assert_nothing_undrawn(self, stock: list[Card]) -> None:
+        """Check that nothing this racer received before the finish holds a card it had
+        not drawn by then (``stock`` is the race's stock, top first)."""
+        drawn = 0
+        for message in self.received:
+            if isinstance(message, RaceFinished):
+                return  # the seed is revealed: everything may be shown
+            if isinstance(message, CardToPlace):
+                drawn = max(drawn, message.move)
+            cards: list[Card] = []
+            if isinstance(message, CardToPlace | MovePlaced):
+                cards.append(message.card)
+            if isinstance(message, Boards):
+                # After a resume the racer's own board comes first: it holds what it placed.
+                own = [b.shown for b in message.boards if b.racer == self.racer_id]
+                drawn = max([drawn, *own])
+                cards += [c for board in message.boards for pile in board.piles for c in pile.cards]
+            assert set(cards) <= set(stock[:drawn]), (message, drawn)
 
     async def close(self) -> None:
         """Close the connection."""
