@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
@@ -46,7 +47,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,11 @@ from protocol import (
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 MAX_FRAME = 4 * 1024 * 1024
-TARGETS = ("server", "echo")
+#: What a run can measure: the server with its journal on disk (as deployed), on a RAM
+#: disk (the same code without the disk's fsync), or off; and the echo floor.
+TARGETS = ("server", "server-ram", "server-no-journal", "echo")
+JOURNALS = {"server": "disk", "server-ram": "ram", "server-no-journal": "off"}
+RAM_DIR = Path("/dev/shm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,8 @@ class Settings:
     """Seconds at the start of the run whose samples are dropped (races forming)."""
     connect_timeout: float = 60.0
     seed: int = 1
+    db_dir: str | None = None
+    """Where the server's journal goes (default: the system's temporary directory)."""
 
 
 # ============================================================ the generator process
@@ -515,35 +522,52 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-def server_available() -> bool:
-    """Whether ``foursquare serve`` exists yet (the harness is wired either way)."""
+@functools.cache
+def server_help() -> str | None:
+    """``foursquare serve --help``, or ``None`` while the command does not exist."""
     probe = subprocess.run(
         [sys.executable, "-m", "cli.main", "serve", "--help"],
         capture_output=True,
         cwd=ROOT,
         timeout=60,
         check=False,
+        text=True,
     )
-    return probe.returncode == 0
+    return probe.stdout if probe.returncode == 0 else None
 
 
-def target_command(target: str, port: int, db: Path, journal: bool) -> list[str]:
+def target_command(target: str, port: int, db: Path) -> list[str]:
     if target == "echo":
         return [sys.executable, "-m", "bench.echo_server", "--port", str(port)]
     command = [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1",
                "--port", str(port), "--db", str(db)]
-    if not journal:
+    if JOURNALS[target] == "off":
         command.append("--no-journal")
     return command
 
 
-def run_target(target: str, settings: Settings, journal: bool = True) -> dict[str, Any]:
+def unavailable(target: str) -> str | None:
+    """Why ``target`` cannot run in this tree, or ``None`` if it can."""
+    if target == "echo":
+        return None
+    help_text = server_help()
+    if help_text is None:
+        return "`foursquare serve` is not available in this tree"
+    if JOURNALS[target] == "off" and "--no-journal" not in help_text:
+        return "`foursquare serve` has no `--no-journal` option yet"
+    if JOURNALS[target] == "ram" and not RAM_DIR.is_dir():
+        return f"there is no RAM disk at {RAM_DIR}"
+    return None
+
+
+def run_target(target: str, settings: Settings) -> dict[str, Any]:
     """Start ``target``, drive the load at it, and return the measurements."""
     port = free_port()
-    workdir = Path(tempfile.mkdtemp(prefix="foursquare-load-"))
+    db_dir = str(RAM_DIR) if JOURNALS.get(target) == "ram" else settings.db_dir
+    workdir = Path(tempfile.mkdtemp(prefix="foursquare-load-", dir=db_dir))
     log = (workdir / "target.log").open("wb")
     target_process = subprocess.Popen(
-        pinned(0, target_command(target, port, workdir / "load.db", journal)),
+        pinned(0, target_command(target, port, workdir / "load.db")),
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
     )
     generator: subprocess.Popen[str] | None = None
@@ -552,7 +576,8 @@ def run_target(target: str, settings: Settings, journal: bool = True) -> dict[st
         time.sleep(0.5)
         rss_empty = rss_bytes(target_process.pid)
         generator_command = [
-            sys.executable, "-m", "bench.load", "--generate", target,
+            sys.executable, "-m", "bench.load", "--generate",
+            "echo" if target == "echo" else "server",
             "--url", f"ws://127.0.0.1:{port}", "--settings", json.dumps(asdict(settings)),
         ]
         generator = subprocess.Popen(
@@ -590,7 +615,7 @@ def run_target(target: str, settings: Settings, journal: bool = True) -> dict[st
     connections = max(connected, 1)
     return {
         "target": target,
-        "journal": journal if target == "server" else None,
+        "journal": JOURNALS.get(target),
         **asdict(settings),
         **measured,
         "server_cpu_percent": 100 * cpu / wall,
@@ -619,7 +644,7 @@ def table(results: list[dict[str, Any]]) -> str:
     rows = []
     for r in results:
         rtt, pr, ps = r["rtt_ms"], r["progress_racers_ms"], r["progress_spectators_ms"]
-        name = r["target"] + ("" if r["journal"] in (None, True) else " (no journal)")
+        name = r["target"]
         rows.append([
             name,
             f"{r['racers']:,}",
@@ -635,17 +660,24 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def ratios(results: list[dict[str, Any]]) -> list[str]:
-    """The p99 ratio of server to echo at the same load, where both ran."""
+    """Server against echo (move p99) and journal on against off (moves/s), per load."""
     lines = []
     by_load: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
     for r in results:
-        if r["journal"] in (None, True):
-            by_load.setdefault((r["racers"], r["spectators"]), {})[r["target"]] = r
-    for (racers, _), pair in sorted(by_load.items()):
-        server, echo = pair.get("server"), pair.get("echo")
-        if server and echo and server["rtt_ms"]["p99"] and echo["rtt_ms"]["p99"]:
-            ratio = server["rtt_ms"]["p99"] / echo["rtt_ms"]["p99"]
-            lines.append(f"- {racers:,} racers: server move p99 is {ratio:.2f}x the echo floor's.")
+        by_load.setdefault((r["racers"], r["spectators"]), {})[r["target"]] = r
+    for (racers, _), runs in sorted(by_load.items()):
+        echo = runs.get("echo")
+        for name in ("server", "server-ram", "server-no-journal"):
+            server = runs.get(name)
+            if server and echo and server["rtt_ms"]["p99"] and echo["rtt_ms"]["p99"]:
+                ratio = server["rtt_ms"]["p99"] / echo["rtt_ms"]["p99"]
+                lines.append(f"- {racers:,} racers: {name} move p99 is {ratio:.1f}x the echo "
+                             "floor's.")
+        on, off = runs.get("server"), runs.get("server-no-journal")
+        if on and off and off["moves_per_second"]:
+            ratio = on["moves_per_second"] / off["moves_per_second"]
+            lines.append(f"- {racers:,} racers: journal on runs {ratio:.2f} of the moves/s of "
+                         "journal off.")
     return lines
 
 
@@ -670,17 +702,112 @@ def write_docs(results: list[dict[str, Any]], command: str, notes: list[str]) ->
     update_section("load", "\n".join(body))
 
 
+COLOURS = {"server": "#c0392b", "server-ram": "#e67e22", "server-no-journal": "#8e44ad",
+           "echo": "#2c7fb8"}
+
+
+def latency_plot(results: list[dict[str, Any]]) -> str:
+    """An SVG line chart of move RTT p50 (dashed) and p99 (solid) against racers, log scale."""
+    import math
+
+    width, height, left, right, top, bottom = 680, 380, 70, 150, 20, 50
+    loads = sorted({r["racers"] for r in results})
+    values = [r["rtt_ms"][k] for r in results for k in ("p50", "p99") if r["rtt_ms"][k]]
+    low = 10 ** math.floor(math.log10(max(min(values, default=0.1), 0.01)))
+    high = 10 ** math.ceil(math.log10(max(values, default=1.0)))
+
+    def x(racers: int) -> float:
+        if len(loads) == 1:
+            return left + (width - left - right) / 2
+        return left + (width - left - right) * loads.index(racers) / (len(loads) - 1)
+
+    def y(ms: float) -> float:
+        span = math.log10(high) - math.log10(low)
+        return top + (height - top - bottom) * (1 - (math.log10(ms) - math.log10(low)) / span)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+    ]
+    tick = low
+    while tick <= high * 1.0001:
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" '
+                     f'y2="{y(tick):.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">'
+                     f'{tick:g}</text>')
+        tick *= 10
+    for racers in loads:
+        parts.append(f'<text x="{x(racers):.1f}" y="{height - bottom + 18}" '
+                     f'text-anchor="middle">{racers:,}</text>')
+    parts.append(f'<text x="{(left + width - right) / 2}" y="{height - 10}" '
+                 'text-anchor="middle">racers</text>')
+    parts.append(f'<text x="16" y="{(top + height - bottom) / 2}" text-anchor="middle" '
+                 f'transform="rotate(-90 16 {(top + height - bottom) / 2})">'
+                 'move RTT (ms, log scale)</text>')
+    targets = list(dict.fromkeys(r["target"] for r in results))
+    for index, target in enumerate(targets):
+        colour = COLOURS.get(target, "#333")
+        runs = sorted((r for r in results if r["target"] == target), key=lambda r: r["racers"])
+        for key, dash in (("p99", ""), ("p50", ' stroke-dasharray="5 4"')):
+            points = " ".join(f"{x(r['racers']):.1f},{y(r['rtt_ms'][key]):.1f}"
+                              for r in runs if r["rtt_ms"][key])
+            parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" '
+                         f'stroke-width="2"{dash}/>')
+            for r in runs:
+                if r["rtt_ms"][key]:
+                    parts.append(f'<circle cx="{x(r["racers"]):.1f}" '
+                                 f'cy="{y(r["rtt_ms"][key]):.1f}" r="3" fill="{colour}"/>')
+        legend_y = top + 16 + 34 * index
+        parts.append(f'<text x="{width - right + 12}" y="{legend_y}" fill="{colour}">'
+                     f'{target}</text>')
+        parts.append(f'<text x="{width - right + 12}" y="{legend_y + 14}" fill="#555">'
+                     'p99 solid, p50 dashed</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def write_sweep_docs(results: list[dict[str, Any]], command: str) -> None:
+    from bench.report import PERFORMANCE_DOC, machine_line, markdown_table, update_section
+
+    plot = PERFORMANCE_DOC.parent / "load-latency.svg"
+    plot.write_text(latency_plot(results))
+    rows = [
+        [r["target"], f"{r['racers']:,}", f"{r['moves_per_second']:,.0f}",
+         _ms(r["rtt_ms"]["p50"]), _ms(r["rtt_ms"]["p99"]), f"{r['errors']:,}",
+         f"{r['server_cpu_percent']:.0f}%"]
+        for r in sorted(results, key=lambda r: (r["racers"], r["target"]))
+    ]
+    first = results[0]
+    body = "\n".join([
+        "Move RTT against the number of racers (same settings otherwise):",
+        "",
+        "![move RTT against racers](load-latency.svg)",
+        "",
+        markdown_table(["target", "racers", "moves/s", "RTT p50 (ms)", "RTT p99 (ms)",
+                        "errors", "target CPU"], rows),
+        "",
+        f"Races of {first['race_size']}, think {first['think']:g} s, "
+        f"{first['spectators']} spectators, {first['duration']:g} s per point. "
+        f"Command: `{command}` ({machine_line()}).",
+    ])
+    update_section("load-sweep", body)
+
+
 LOAD_INTRO = """## Load
-`bench/load.py` (`make bench-load`) runs the race server (`foursquare serve`, journal on)
-and, as the floor, a bare websockets echo server (`bench/echo_server.py`: same library,
-compression off, each frame echoed to its sender and broadcast to its group) with the same
-connections and message pattern. Each target runs alone on CPU 0; the load generator runs
+`bench/load.py` (`make bench-load`) drives the same load at three targets, one after the
+other: the race server (`foursquare serve`) with its journal on disk, as deployed
+(`server`); the same server with its journal on a RAM disk (`server-ram`: the same code and
+commits, without the disk's fsync); and, as the floor, a bare websockets echo server
+(`bench/echo_server.py`: same library, compression off, each frame echoed to its sender and
+broadcast to its group). Each target runs alone, pinned to CPU 0; the load generator runs
 on CPU 1. Racers are real websocket clients in private races, placing greedy legal moves
 after a think time; spectators watch the same races. Move RTT is `place` sent to the next
 `card` received (to the echo, against the floor). The progress delay runs from a move's
 `place` to the progress update showing it; the server coalesces progress to ~10 updates a
 second per race, so up to ~100 ms of it is by design. Memory is the target's resident set
-after everyone has connected and said hello, less before, per connection.
+after everyone has connected and said hello, less before, per connection. Target CPU is
+the share of one core over the whole run.
 """
 
 
@@ -693,9 +820,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spectators", type=int, default=defaults.spectators)
     parser.add_argument("--duration", type=float, default=defaults.duration)
     parser.add_argument("--warmup", type=float, default=defaults.warmup)
+    parser.add_argument("--sweep", help="comma-separated racer counts: one run per count and "
+                        "target, and a plot of latency against racers")
+    parser.add_argument("--db-dir", help="directory for the server's journal (e.g. /dev/shm)")
     parser.add_argument(
-        "--targets", default="server,echo",
-        help="comma-separated, from: server, echo, server-no-journal",
+        "--targets", default="server,server-ram,echo",
+        help="comma-separated, from: " + ", ".join(TARGETS),
     )
     parser.add_argument("--json", type=Path, default=RESULTS / "load.json",
                         help="where to write the results")
@@ -716,23 +846,21 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(
         racers=args.racers, race_size=args.race_size, think=args.think,
         spectators=args.spectators, duration=args.duration,
-        warmup=min(args.warmup, args.duration / 2),
+        warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
     )
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    loads = [int(n) for n in args.sweep.split(",")] if args.sweep else [settings.racers]
     notes: list[str] = []
     results = []
-    for target in targets:
-        kind, journal = ("server", False) if target == "server-no-journal" else (target, True)
-        if kind not in TARGETS:
+    for racers, target in ((n, t) for n in loads for t in targets):
+        if target not in TARGETS:
             parser.error(f"unknown target {target!r}")
-        if kind == "server" and not server_available():
-            note = "- server: skipped, `foursquare serve` is not available in this tree yet."
-            print(note.removeprefix("- "), file=sys.stderr)
-            notes.append(note)
+        if note_once(notes, unavailable(target), target):
             continue
-        print(f"{target}: {settings.racers} racers, {settings.spectators} spectators, "
-              f"{settings.duration:g} s ...", file=sys.stderr, flush=True)
-        results.append(run_target(kind, settings, journal))
+        load = replace(settings, racers=racers)
+        print(f"{target}: {load.racers} racers, {load.spectators} spectators, "
+              f"{load.duration:g} s ...", file=sys.stderr, flush=True)
+        results.append(run_target(target, load))
     if not results:
         print("nothing ran", file=sys.stderr)
         return 1
@@ -744,8 +872,22 @@ def main(argv: list[str] | None = None) -> int:
                                     indent=2) + "\n")
     if args.write:
         shown = " ".join(["python -m bench.load", *(argv if argv is not None else sys.argv[1:])])
-        write_docs(results, shown, notes)
+        if args.sweep:
+            write_sweep_docs(results, shown)
+        else:
+            write_docs(results, shown, notes)
     return 0
+
+
+def note_once(notes: list[str], reason: str | None, target: str) -> bool:
+    """Record (once) that ``target`` is skipped for ``reason``; whether it is skipped."""
+    if reason is None:
+        return False
+    note = f"- {target}: skipped, {reason}."
+    if note not in notes:
+        print(note.removeprefix("- "), file=sys.stderr)
+        notes.append(note)
+    return True
 
 
 if __name__ == "__main__":

@@ -23,3 +23,14 @@ def test_echo_target_measures_moves_and_fan_out() -> None:
     assert result["progress_spectators_ms"]["count"] > 0
     assert result["rss_idle_mib"] > 0
     assert "| echo | 8 |" in table([result])
+
+
+def test_server_target_races_with_real_clients() -> None:
+    settings = Settings(racers=8, race_size=4, think=0.1, spectators=2, duration=3, warmup=0.5)
+    result = run_target("server", settings)
+    assert result["connected"] == 10
+    assert result["errors"] == 0, result["error_codes"]
+    assert result["races_started"] >= 2
+    assert result["moves"] > 0
+    assert result["progress_racers_ms"]["count"] > 0
+    assert result["journal"] == "disk"
