@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from client.bots.heuristic import TUNED, WIN, Weights, evaluate
+from engine.heuristic import TUNED, WIN, Weights, evaluate
 from client.bots.view import RacerView
 from engine import Position
 from engine.board import Board

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from client.bots.heuristic import TUNED, Weights, evaluate
+from engine.heuristic import TUNED, Weights, evaluate
 from client.bots.view import RacerView
 from engine import Position
 
@@ -33,7 +33,7 @@ class GreedyStrategy:
         self.weights = weights
 
     def choose(self, view: RacerView) -> Position:
-        """The best move by :func:`~client.bots.heuristic.evaluate` after one placement."""
+        """The best move by :func:`~engine.heuristic.evaluate` after one placement."""
         board = view.board()
         rank, cards_left = view.card.rank, view.stock_left()
         best_cell, best_value = -1, float("-inf")

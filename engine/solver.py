@@ -1,0 +1,319 @@
+"""Par: the best score reachable on a deal when the whole stock is known.
+
+A racer cannot see the stock, so a score means most next to the deal's *par*, the score
+of a perfect player who can. :func:`solve` finds it by depth-first search on a
+:class:`~engine.board.Board`, deepening on the number of cards used: a win with the
+fewest cards has the best score, so the first pass that finds a win (usually the first
+one, with ``grid_size²`` cards) proves its line optimal. What keeps it fast:
+
+- a **parity bound**: when every remaining card must open a new pile, the face-down
+  pattern must be one that row and column triggers can repair
+  (:func:`~engine.board.repairable`), or one more card is needed;
+- a **transposition table** keyed on the board's ranks, faces and heights, translated
+  to its box and reduced over the eight rotations and reflections (the rules do not
+  change under them), remembering the largest card budget each position failed with;
+- **move ordering**: fewer face-down cards first, then more piles.
+
+Every line is replayed through the engine before it is reported.
+
+>>> from engine import replay
+>>> result = solve(deal("0"), budget=5.0)
+>>> result.score, result.proven
+(24, True)
+>>> replay("0", result.moves).score
+24
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from engine.board import Board, repairable
+from engine.cards import Card, deal
+from engine.game import Game, Position, Status
+from engine.heuristic import LOSS, WIN, evaluate
+from engine.rules import Ruleset
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Par:
+    """What the solver found for one deal.
+
+    ``score`` is the best score of a winning line found (``None`` if none was found) and
+    ``moves`` that line, replayed through the engine. ``proven`` says the search finished:
+    the score is then the deal's par, or with ``score`` ``None`` the deal is unwinnable.
+    Otherwise the budget ran out and ``score`` is only a lower bound.
+    """
+
+    score: int | None
+    moves: tuple[Position, ...]
+    proven: bool
+    nodes: int
+    seconds: float
+
+    @property
+    def winnable(self) -> bool | None:
+        """True if a winning line is known, False if proven unwinnable, else unknown."""
+        if self.score is not None:
+            return True
+        return False if self.proven else None
+
+
+class _OutOfTime(Exception):
+    """The search's time budget is spent."""
+
+
+class _OutOfNodes(Exception):
+    """The search visited as many nodes as it was allowed to."""
+
+
+#: Nodes allowed to the first, quick try at a win with the fewest cards.
+QUICK_NODES = 3000
+
+
+#: How many nodes the search visits between two looks at the clock.
+_CLOCK_EVERY = 512
+
+
+class _Search:
+    """One deal's search state: the board, the stock's ranks, the table and the line."""
+
+    def __init__(self, ranks: Sequence[int], rules: Ruleset, deadline: float, clock: Clock):
+        self.board = Board(rules)
+        self.ranks = ranks
+        self.goal_piles = rules.grid_size**2
+        self.deadline = deadline
+        self.clock = clock
+        self.nodes = 0
+        self.line: list[int] = []
+        # Canonical position -> the largest card budget it is known to fail with.
+        self.failed: dict[bytes, int] = {}
+        self.symmetries = _symmetries(rules.grid_size)
+        self.node_limit: int | None = None
+
+    def win_within(self, cards: int) -> bool:
+        """Search for a win using at most ``cards`` cards; on success ``line`` holds it."""
+        # A fresh board: a pass stopped by a limit leaves its board mid-line.
+        self.board = Board(self.board.rules)
+        self.line.clear()
+        return self._search(0, min(cards, len(self.ranks)))
+
+    def _search(self, placed: int, limit: int) -> bool:
+        self.tick()
+        board = self.board
+        remaining = limit - placed
+        empty = self.goal_piles - board.piles
+        if empty > remaining or (empty == remaining and not repairable(board)):
+            return False
+        key = _canonical_key(board, self.symmetries)
+        if self.failed.get(key, -1) >= limit:
+            return False
+        rank = self.ranks[placed]
+        limit_down = board.limit
+        children: list[tuple[int, int, int]] = []
+        targets = board.targets()
+        if empty == remaining:
+            # No card to spare: stacking would leave a pile short at the end.
+            height = board.height
+            targets = [cell for cell in targets if not height[cell]]
+        for cell in targets:
+            token = board.place(cell, rank)
+            if board.face_down <= limit_down:
+                if board.won():
+                    board.undo(token)
+                    self.line.append(cell)
+                    return True
+                if remaining > 1:
+                    children.append((board.face_down, -board.piles, cell))
+            board.undo(token)
+        children.sort()
+        line = self.line
+        for _, _, cell in children:
+            token = board.place(cell, rank)
+            line.append(cell)
+            found = self._search(placed + 1, limit)
+            board.undo(token)
+            if found:
+                return True
+            line.pop()
+        self.failed[key] = limit
+        return False
+
+    def tick(self) -> None:
+        """Count a node; raise :class:`_OutOfTime` when the budget is spent."""
+        self.nodes += 1
+        if not self.nodes % _CLOCK_EVERY and self.clock() > self.deadline:
+            raise _OutOfTime
+        if self.node_limit is not None and self.nodes >= self.node_limit:
+            raise _OutOfNodes
+
+
+def _canonical_key(board: Board, symmetries: _Symmetries) -> bytes:
+    """The position up to translation and the eight symmetries, on ranks only."""
+    size, width = board.grid_size, board.layout.width
+    height, ranks, up = board.height, board.rank, board.up
+    row_min, row_max, col_min, col_max = board.box
+    codes = [0] * (size * size + 1)  # the last entry stays 0: "outside the box"
+    index = 0
+    for row in range(row_min, row_max + 1):
+        base = row * width
+        slot = index
+        for cell in range(base + col_min, base + col_max + 1):
+            if height[cell]:
+                codes[slot] = ranks[cell] + 10 * (up[cell] + 2 * height[cell])
+            slot += 1
+        index += size
+    return min(
+        bytes([codes[source] for source in order])
+        for order in symmetries[row_max - row_min][col_max - col_min]
+    )
+
+
+_Symmetries = tuple[tuple[tuple[tuple[int, ...], ...], ...], ...]
+
+
+@cache
+def _symmetries(size: int) -> _Symmetries:
+    """For each box shape ``[h-1][w-1]``, eight orders that read a ``size``-wide grid
+    (box at the top left) as one of its rotations or reflections, again at the top left.
+    Entries ``size*size`` read the constant 0 of cells outside the box.
+    """
+    outside = size * size
+    shapes = []
+    for h in range(1, size + 1):
+        by_width = []
+        for w in range(1, size + 1):
+            orders = []
+            for transform in range(8):
+                order = [outside] * outside
+                for i in range(h):
+                    for j in range(w):
+                        a, b = (j, i) if transform & 4 else (i, j)
+                        rows, cols = (w, h) if transform & 4 else (h, w)
+                        if transform & 1:
+                            a = rows - 1 - a
+                        if transform & 2:
+                            b = cols - 1 - b
+                        order[a * size + b] = i * size + j
+                orders.append(tuple(order))
+            by_width.append(tuple(orders))
+        shapes.append(tuple(by_width))
+    return tuple(shapes)
+
+
+def solve(
+    stock: Sequence[Card],
+    rules: Ruleset = Ruleset(),
+    budget: float | None = None,
+    clock: Clock = time.perf_counter,
+) -> Par:
+    """The par of the deal ``stock`` (top first) under ``rules``, within ``budget`` seconds.
+
+    First a beam search finds a good line quickly (an upper bound on the cards needed);
+    then the depth-first search tries the fewest cards possible, ``grid_size²``, which
+    most deals need, and otherwise closes in from the line found, one card fewer at a
+    time, until a pass fails: that failure proves the last line optimal. With no budget
+    the search runs until it proves the par (or that there is no win). The returned line
+    has been replayed through the engine.
+    """
+    start = clock()
+    deadline = float("inf") if budget is None else start + budget
+    ranks = [card.rank for card in stock]
+    search = _Search(ranks, rules, deadline, clock)
+    fewest = rules.grid_size**2
+    best: list[int] = []
+    proven = False
+    try:
+        # Most deals are won with the fewest cards, and a short first try usually finds
+        # that line; its failed positions stay in the table for the full pass below.
+        search.node_limit = QUICK_NODES
+        try:
+            if search.win_within(fewest):
+                best, proven = search.line[:], True
+        except _OutOfNodes:
+            pass
+        search.node_limit = None
+        if not proven:
+            best = beam_line(ranks, rules, search)
+        if not proven and len(best) != fewest:
+            if search.win_within(fewest):
+                best = search.line[:]
+            else:
+                # Close in from above: each success shortens the line, the first
+                # failure proves the last line optimal (or, with no line, no win).
+                cards = (len(best) if best else len(ranks) + 1) - 1
+                while cards > fewest and search.win_within(cards):
+                    best = search.line[:]
+                    cards = len(best) - 1
+        proven = True
+    except _OutOfTime:
+        pass
+    positions = tuple(search.board.position(cell) for cell in best)
+    score = _checked_score(stock, rules, positions) if best else None
+    return Par(score, positions, proven, search.nodes, clock() - start)
+
+
+#: How many positions the beam keeps at each card.
+BEAM_WIDTH = 32
+
+
+def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> list[int]:
+    """A winning line (as cells) found by beam search on the heuristic, or ``[]``.
+
+    Keeps the :data:`BEAM_WIDTH` best distinct positions after each card; the first win
+    reached is returned. Cheap, and it wins almost every deal, so that the exact search
+    always has a line to report when its budget runs out.
+    """
+    beam: list[tuple[Board, list[int]]] = [(Board(rules), [])]
+    for placed, rank in enumerate(ranks):
+        cards_left = len(ranks) - placed - 1
+        scored: list[tuple[float, int, int, bytes]] = []
+        for index, (board, _) in enumerate(beam):
+            search.tick()
+            for cell in board.targets():
+                token = board.place(cell, rank)
+                value = evaluate(board, cards_left)
+                if value >= WIN:
+                    line = beam[index][1] + [cell]
+                    board.undo(token)
+                    return line
+                if value > LOSS:
+                    scored.append((value, index, cell, _canonical_key(board, search.symmetries)))
+                board.undo(token)
+        scored.sort(key=lambda item: -item[0])
+        seen: set[bytes] = set()
+        next_beam: list[tuple[Board, list[int]]] = []
+        for _, index, cell, key in scored:
+            if key in seen:
+                continue
+            seen.add(key)
+            board = beam[index][0].copy()
+            board.place(cell, rank)
+            next_beam.append((board, [*beam[index][1], cell]))
+            if len(next_beam) == BEAM_WIDTH:
+                break
+        beam = next_beam
+        if not beam:
+            break
+    return []
+
+
+def _checked_score(stock: Sequence[Card], rules: Ruleset, moves: Sequence[Position]) -> int:
+    """Replay ``moves`` through the engine and return the score; a loss is a solver bug."""
+    game = Game(stock, rules)
+    for move in moves:
+        game.play(move)
+    if game.status is not Status.WON or game.score is None:
+        raise AssertionError(f"the solver's line does not win: {game.notation()}")
+    return game.score
+
+
+def par(seed: str, rules: Ruleset = Ruleset(), budget: float | None = None) -> Par:
+    """The par of the deal dealt from ``seed`` (deal v1): see :func:`solve`."""
+    return solve(deal(seed), rules, budget)
+
