@@ -426,7 +426,7 @@ _STATE = TournamentState(
     ),
     races=(
         TournamentRaceInfo(
-            race="T7QK2M-r2-1", round=2, racers=("p-3f9a01c2de", "p-77b0e1aa03"), finished=False
+            race="CLUB42-R2-1", round=2, racers=("p-3f9a01c2de", "p-77b0e1aa03"), finished=False
         ),
     ),
     server_time=_T0 + 900_000,

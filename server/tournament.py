@@ -673,7 +673,7 @@ class Tournament:
         return [
             RoundStarted(number, absent),
             *(
-                RaceOrdered(f"{self.tournament_id}-r{number}-{index}", number, seed, group)
+                RaceOrdered(f"{self.tournament_id}-R{number}-{index}", number, seed, group)
                 for index, group in enumerate(groups, start=1)
             ),
         ]
@@ -711,7 +711,7 @@ class Tournament:
         groups = split_evenly(self._by_standing(waiting), size, pairs=True)
         return [
             RaceOrdered(
-                f"{self.tournament_id}-a{self._arena_races + index}", 0, self._next_seed(), group
+                f"{self.tournament_id}-A{self._arena_races + index}", 0, self._next_seed(), group
             )
             for index, group in enumerate(groups, start=1)
         ]

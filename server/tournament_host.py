@@ -1,0 +1,506 @@
+"""Tournaments on the server: tournament messages in, races out, standings to watchers.
+
+:class:`TournamentDesk` is the I/O shell around the pure :class:`~server.tournament.Tournament`
+cores, the way :class:`~server.host.RaceHost` is around a race. It journals every event the
+cores produce (through the journal's writer, with the races they order), creates and starts
+the races they order as ordinary race hosts, feeds race results back to them, and sends the
+``tournament`` state to watchers and entrants once the change is durable. An arena's window
+and pairings run on one clock task for all tournaments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import importlib
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from websockets import broadcast
+from websockets.protocol import State
+
+from protocol import Error, ErrorCode, RaceFinished, Role
+from protocol.codec import encode
+from protocol.tournament import (
+    CreateTournament,
+    ExportTournament,
+    HostAction,
+    JoinTournament,
+    LeaveTournament,
+    SetArenaAvailable,
+    TournamentControl,
+    TournamentCreated,
+    TournamentExport,
+    TournamentRaceInfo,
+    TournamentServerMessage,
+    TournamentStanding,
+    TournamentState,
+    TournamentStatus,
+    WatchTournament,
+    encode_tournament,
+)
+from server import race as core
+from server.journal import RaceOpened
+from server.logs import log_event
+from server.outgoing import millis
+from server.sessions import Session
+from server.tournament import (
+    Command,
+    End,
+    EntrantRemoved,
+    Join,
+    Leave,
+    Open,
+    Pause,
+    RaceOrdered,
+    RecordResult,
+    Remove,
+    Resume,
+    SetAvailable,
+    StartNext,
+    Tick,
+    Tournament,
+    TournamentError,
+    TournamentSettings,
+    hash_token,
+)
+from server.tournament_store import (
+    TournamentOpened,
+    TournamentStore,
+    finished_but_unrecorded,
+    load_tournaments,
+)
+
+if TYPE_CHECKING:
+    from websockets.asyncio.server import ServerConnection
+
+    from server.app import RaceServer
+    from server.host import RaceHost
+
+# Join codes avoid 0/O and 1/I/L, which people misread.
+_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+_CODE_LENGTH = 6
+
+#: Tournament messages a client may send, handled by :meth:`TournamentDesk.dispatch`.
+TOURNAMENT_REQUESTS = (
+    CreateTournament,
+    TournamentControl,
+    JoinTournament,
+    LeaveTournament,
+    SetArenaAvailable,
+    WatchTournament,
+    ExportTournament,
+)
+
+
+class _Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True)
+class _Outgoing:
+    committed: concurrent.futures.Future[None] | None
+    deliver: Callable[[], None]
+
+
+def winnable_seed_source(random_source: Callable[[], str]) -> Callable[[], str]:
+    """Seeds the par solver (``engine.solver``) has found winnable.
+
+    Each candidate from ``random_source`` gets a short search; the first proven winnable
+    is dealt. Raises ``RuntimeError`` when this server has no solver.
+    """
+    try:
+        solver: Any = importlib.import_module("engine.solver")
+    except ImportError:
+        raise RuntimeError("this server has no solver: winnable seeds are not available") from None
+
+    def draw() -> str:
+        while True:
+            seed = random_source()
+            if solver.par(seed, budget=0.5).winnable:
+                return seed
+
+    return draw
+
+
+class TournamentDesk:
+    """Every tournament this server holds (one desk per :class:`~server.app.RaceServer`)."""
+
+    def __init__(self, server: RaceServer):
+        self.server = server
+        self.tournaments: dict[str, Tournament] = {}
+        """By join code."""
+        self._by_race: dict[str, Tournament] = {}
+        self._watchers: dict[str, set[ServerConnection]] = {}
+        self._store: TournamentStore | None = None
+        self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Bring back the stored tournaments (after the server recovered its races), then
+        start the outbox and clock tasks."""
+        self._store = TournamentStore(self.server.journal)
+        self._tasks = [
+            asyncio.create_task(self._pump(), name="tournaments-outbox"),
+            asyncio.create_task(self._run_clock(), name="tournaments-clock"),
+        ]
+        for tournament in load_tournaments(self.server.config.db):
+            tournament.seed_source = self._seed_source(tournament.settings)
+            self._adopt(tournament)
+            if tournament.status is TournamentStatus.FINISHED:
+                continue
+            for result in finished_but_unrecorded(self.server.config.db, tournament):
+                self._apply(tournament, RecordResult(result))
+            for race in tournament.races_in_progress():
+                if race.race_id not in self.server.hosts:
+                    # Ordered, but the server stopped before the race itself was journaled.
+                    self._hold(
+                        tournament, RaceOrdered(race.race_id, race.round, race.seed, race.entrants)
+                    )
+            log_event(
+                "tournament_recovered",
+                tournament=tournament.code,
+                status=tournament.status.value,
+                round=tournament.round,
+                races=len(tournament.races_in_progress()),
+            )
+
+    def stop(self) -> None:
+        """Cancel the desk's tasks (the tournaments stay as journaled)."""
+        for task in self._tasks:
+            task.cancel()
+
+    def wake(self) -> None:
+        """Look at the arenas' deadlines again now (after the clock moved)."""
+        self._wake.set()
+
+    # ------------------------------------------------------------- requests
+
+    @staticmethod
+    def handles(message: object) -> bool:
+        """Whether ``message`` is a tournament request."""
+        return isinstance(message, TOURNAMENT_REQUESTS)
+
+    def dispatch(self, connection: ServerConnection, session: Session, message: Any) -> None:
+        """Handle one tournament request; a refusal is answered with an ``error``."""
+        try:
+            self._dispatch(connection, session, message)
+        except (_Refused, TournamentError) as refusal:
+            code = ErrorCode(refusal.code.value)
+            self.server.metrics.errors[code.value] += 1
+            log_event(
+                "error_sent",
+                connection=str(connection.id),
+                code=code.value,
+                message=refusal.message,
+                in_reply_to=message.TYPE,
+            )
+            error = Error(
+                code=code,
+                message=refusal.message[:1000],
+                in_reply_to=message.TYPE,
+                reply_to=message.id,
+            )
+            self._queue(None, lambda: broadcast([connection], encode(error)))
+
+    def _dispatch(self, connection: ServerConnection, session: Session, message: Any) -> None:
+        match message:
+            case CreateTournament(options=options, id=reply_to):
+                self._create(connection, options, reply_to)
+            case TournamentControl(
+                tournament=code, host_token=token, action=action, entrant=entrant, id=reply_to
+            ):
+                tournament = self._find(code)
+                command = self._host_command(tournament, token, action, entrant)
+                self._apply(tournament, command, (connection, None, reply_to))
+            case JoinTournament(tournament=code, id=reply_to):
+                if session.role is not Role.PLAYER:
+                    raise _Refused(
+                        ErrorCode.WRONG_ROLE, "a spectator cannot enter: say hello as a player"
+                    )
+                tournament = self._find(code)
+                join = Join(session.session_id, session.name, session.bot)
+                self._watch(tournament, connection)
+                self._apply(tournament, join, (connection, session.session_id, reply_to))
+            case LeaveTournament(tournament=code, id=reply_to):
+                tournament = self._find(code)
+                self._apply(
+                    tournament,
+                    Leave(session.session_id),
+                    (connection, session.session_id, reply_to),
+                )
+            case SetArenaAvailable(tournament=code, available=available, id=reply_to):
+                tournament = self._find(code)
+                self._apply(
+                    tournament,
+                    SetAvailable(session.session_id, available),
+                    (connection, session.session_id, reply_to),
+                )
+            case WatchTournament(tournament=code, id=reply_to):
+                tournament = self._find(code)
+                self._watch(tournament, connection)
+                you = session.session_id if session.session_id in tournament.entrants else None
+                state = self.state_message(tournament, you, reply_to)
+                self._queue(None, lambda: broadcast([connection], encode_tournament(state)))
+            case ExportTournament(tournament=code, id=reply_to):
+                tournament = self._find(code)
+                export = TournamentExport(
+                    state=self.state_message(tournament, None, None),
+                    games=tuple(finished_games(tournament)),
+                    reply_to=reply_to,
+                )
+                self._queue(None, lambda: broadcast([connection], encode_tournament(export)))
+
+    def _create(self, connection: ServerConnection, options: Any, reply_to: int | None) -> None:
+        try:
+            settings = TournamentSettings(
+                name=options.name,
+                format=options.format,
+                rounds=options.rounds,
+                race_size=options.race_size,
+                time_limit=float(options.time_limit),
+                arena_duration=float(options.arena_duration),
+                seed_policy=options.seed_policy.value,
+                ruleset=options.ruleset,
+            )
+            seeds = self._seed_source(settings)
+        except (ValueError, RuntimeError) as error:
+            raise _Refused(ErrorCode.BAD_MESSAGE, f"create_tournament.options: {error}") from None
+        code = _new_code()
+        while code in self.tournaments:
+            code = _new_code()
+        token = secrets.token_urlsafe(24)
+        tournament = Tournament(code, code, hash_token(token), settings, self._now(), seeds)
+        self._adopt(tournament)
+        committed = self.server.journal.submit(TournamentOpened.of(tournament))
+        created = TournamentCreated(tournament=code, host_token=token, reply_to=reply_to)
+        log_event("tournament_create", tournament=code, format=settings.format.value)
+        self._queue(committed, lambda: broadcast([connection], encode_tournament(created)))
+
+    def _host_command(
+        self, tournament: Tournament, token: str, action: HostAction, entrant: str | None
+    ) -> Command:
+        match action:
+            case HostAction.OPEN:
+                return Open(token)
+            case HostAction.START:
+                return StartNext(token, frozenset(self._connected(tournament)))
+            case HostAction.REMOVE:
+                if entrant is None:
+                    raise _Refused(
+                        ErrorCode.BAD_MESSAGE,
+                        "tournament_control.entrant is missing: whom to remove?",
+                    )
+                return Remove(token, entrant)
+            case HostAction.PAUSE:
+                return Pause(token)
+            case HostAction.RESUME:
+                return Resume(token)
+            case HostAction.END:
+                return End(token)
+
+    # ------------------------------------------------------------- races
+
+    def race_finished(self, host: RaceHost) -> None:
+        """A race ended (its result is journaled): count it if it is a tournament's."""
+        tournament = self._by_race.get(host.race_id)
+        result = host.race.result
+        if tournament is None or result is None:
+            return
+        with contextlib.suppress(TournamentError):  # already counted (a replayed finish)
+            self._apply(tournament, RecordResult(result))
+
+    def _hold(self, tournament: Tournament, order: RaceOrdered) -> None:
+        """Create the race ``order`` asks for, seat its entrants, and start it."""
+        server = self.server
+        options = tournament.settings.race_options(len(order.entrants))
+        race = core.Race(order.race_id, order.seed, options)
+        opened = RaceOpened(
+            order.race_id, order.seed, options, None, self._now(), tournament.tournament_id
+        )
+        host = server._host(race, opened)  # the server's own race hosts, so resumes find it
+        server.hosts[order.race_id] = host
+        self._by_race[order.race_id] = tournament
+        for entrant_id in order.entrants:
+            entrant = tournament.entrants[entrant_id]
+            session = server.sessions.get(entrant_id)
+            if session is not None:
+                session.race_id = order.race_id
+            host.apply(core.Join(entrant_id, entrant.name, entrant.bot))
+        host.apply(core.Start())
+        log_event(
+            "tournament_race",
+            tournament=tournament.code,
+            race=order.race_id,
+            round=order.round,
+            racers=len(order.entrants),
+        )
+
+    # ------------------------------------------------------------ internal
+
+    def _apply(
+        self,
+        tournament: Tournament,
+        command: Command,
+        reply: tuple[ServerConnection, str | None, int | None] | None = None,
+    ) -> None:
+        """Apply a command, journal its events, hold the races it orders, tell everyone."""
+        now = self._now()
+        events = tournament.apply(command, now)
+        store = self._store
+        assert store is not None, "the desk has not started"
+        records = store.events_of(tournament.tournament_id, events, now)
+        committed = self.server.journal.submit(*records) if records else None
+        for event in events:
+            if isinstance(event, RaceOrdered):
+                self._hold(tournament, event)
+            elif isinstance(event, EntrantRemoved) and event.race_id in self.server.hosts:
+                with contextlib.suppress(core.RaceError):
+                    self.server.hosts[event.race_id].apply(core.Resign(event.entrant_id))
+        messages: list[tuple[Iterable[ServerConnection], TournamentServerMessage]] = []
+        if reply is not None:
+            connection, you, reply_to = reply
+            messages.append(([connection], self.state_message(tournament, you, reply_to)))
+        if events:
+            messages.append((self._audience(tournament), self.state_message(tournament)))
+        self._queue(committed, lambda: _send_all(messages))
+        self._wake.set()
+
+    def state_message(
+        self, tournament: Tournament, you: str | None = None, reply_to: int | None = None
+    ) -> TournamentState:
+        """The ``tournament`` message for ``tournament`` now."""
+        return TournamentState(
+            tournament=tournament.code,
+            name=tournament.settings.name,
+            format=tournament.format,
+            status=tournament.status,
+            paused=tournament.paused,
+            ending=tournament.ending,
+            round=tournament.round,
+            rounds=tournament.settings.rounds,
+            standings=tuple(
+                TournamentStanding(
+                    place=line.place,
+                    tied=line.tied,
+                    entrant=line.entrant_id,
+                    name=line.name,
+                    bot=line.bot,
+                    state=line.state,
+                    points=line.points,
+                    stock_left=line.stock_left,
+                    time_ms=round(line.time * 1000),
+                    games=line.games,
+                )
+                for line in tournament.standings()
+            ),
+            races=tuple(
+                TournamentRaceInfo(race=r.race_id, round=r.round, racers=r.entrants, finished=False)
+                for r in tournament.races_in_progress()
+            ),
+            server_time=millis(self._now()),
+            ends_at=None if tournament.ends_at is None else millis(tournament.ends_at),
+            you=you,
+            reply_to=reply_to,
+        )
+
+    def _adopt(self, tournament: Tournament) -> None:
+        self.tournaments[tournament.code] = tournament
+        for race_id in tournament.races:
+            self._by_race[race_id] = tournament
+
+    def _find(self, code: str) -> Tournament:
+        tournament = self.tournaments.get(code.upper())
+        if tournament is None:
+            raise _Refused(ErrorCode.TOURNAMENT_NOT_FOUND, f"there is no tournament {code!r}")
+        return tournament
+
+    def _watch(self, tournament: Tournament, connection: ServerConnection) -> None:
+        self._watchers.setdefault(tournament.code, set()).add(connection)
+
+    def _connected(self, tournament: Tournament) -> Iterable[str]:
+        for entrant_id in tournament.entrants:
+            session = self.server.sessions.get(entrant_id)
+            if session is not None and session.connection is not None:
+                yield entrant_id
+
+    def _audience(self, tournament: Tournament) -> set[ServerConnection]:
+        watchers = self._watchers.setdefault(tournament.code, set())
+        watchers -= {c for c in watchers if c.state is State.CLOSED}
+        entrants = (self.server.sessions.get(entrant_id) for entrant_id in tournament.entrants)
+        return watchers | {s.connection for s in entrants if s and s.connection is not None}
+
+    def _seed_source(self, settings: TournamentSettings) -> Callable[[], str]:
+        random_source = self.server.config.seed_source
+        if settings.seed_policy == "winnable":
+            return winnable_seed_source(random_source)
+        return random_source
+
+    def _queue(
+        self, committed: concurrent.futures.Future[None] | None, deliver: Callable[[], None]
+    ) -> None:
+        self._outbox.put_nowait(_Outgoing(committed, deliver))
+
+    async def _pump(self) -> None:
+        """Deliver queued messages in order, each once its journal write is committed."""
+        while (item := await self._outbox.get()) is not None:
+            if item.committed is not None:
+                try:
+                    await asyncio.wrap_future(item.committed)
+                except Exception as error:
+                    log_event("journal_error", error=repr(error))
+                    continue
+            item.deliver()
+
+    async def _run_clock(self) -> None:
+        """Tick the arenas at their deadlines (pairing delays and window closes)."""
+        while True:
+            self._wake.clear()
+            deadlines = [
+                (deadline, t)
+                for t in self.tournaments.values()
+                if (deadline := t.next_deadline()) is not None
+            ]
+            now = self._now()
+            for deadline, tournament in deadlines:
+                if deadline <= now:
+                    try:
+                        self._apply(tournament, Tick())
+                    except Exception as error:  # one tournament's bug must not stop the rest
+                        log_event("internal_error", tournament=tournament.code, error=repr(error))
+            future = [deadline for deadline, _ in deadlines if deadline > now]
+            timeout = min(future) - now if future else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    def _now(self) -> float:
+        return self.server.config.clock()
+
+
+def finished_games(tournament: Tournament) -> list[RaceFinished]:
+    """Every finished race of ``tournament`` as a ``finished`` record, in order."""
+    return [
+        RaceFinished.from_result(
+            r.result, started_at=r.result.started_at, ended_at=r.result.ended_at
+        )
+        for r in tournament.races.values()
+        if r.result is not None
+    ]
+
+
+def _send_all(messages: list[tuple[Iterable[ServerConnection], TournamentServerMessage]]) -> None:
+    for connections, message in messages:
+        broadcast(connections, encode_tournament(message))
+
+
+def _new_code() -> str:
+    return "".join(secrets.choice(_CODE_ALPHABET) for _ in range(_CODE_LENGTH))

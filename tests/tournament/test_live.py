@@ -1,0 +1,140 @@
+"""Tournaments end to end: the real server on a free port, bots on real websocket clients."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from protocol import ErrorCode
+from protocol.result import verify_result
+from protocol.tournament import (
+    CreateTournament,
+    ExportTournament,
+    HostAction,
+    TournamentControl,
+    TournamentCreated,
+    TournamentExport,
+    TournamentOptions,
+    TournamentStatus,
+)
+from server.config import ServerConfig
+from tests.conftest import LiveServer, fast_config
+from tests.tournament.players import BotPlayer, Player, wait_all
+
+
+@pytest.fixture
+def server_config(tmp_path: Path) -> ServerConfig:
+    """Bots answer at machine speed: no rate limit in the way."""
+    return dataclasses.replace(
+        fast_config(tmp_path / "foursquare.db"), rate_per_second=1000.0, rate_burst=1000
+    )
+
+
+class Host(Player):
+    """The host's connection: creates the tournament and controls it with the token."""
+
+    code = ""
+    token = ""
+
+    @classmethod
+    async def start(cls, url: str, name: str = "host") -> Host:
+        player = await Player.connect(url, name, bot=False)
+        return cls(player.client, name)
+
+    async def create(self, **options: object) -> str:
+        await self.send(CreateTournament(options=TournamentOptions(**options), id=1))  # type: ignore[arg-type]
+        while True:
+            message = await self.receive()
+            if isinstance(message, TournamentCreated):
+                self.code, self.token = message.tournament, message.host_token
+                await self.watch(self.code)
+                return self.code
+
+    async def control(
+        self, action: HostAction, token: str | None = None, entrant: str | None = None
+    ) -> None:
+        await self.send(
+            TournamentControl(
+                tournament=self.code,
+                host_token=token or self.token,
+                action=action,
+                entrant=entrant,
+                id=self.client.next_id(),
+            )
+        )
+
+    async def export(self) -> TournamentExport:
+        await self.send(ExportTournament(tournament=self.code, id=self.client.next_id()))
+        while True:
+            message = await self.receive()
+            if isinstance(message, TournamentExport):
+                return message
+
+
+def round_over(number: int) -> object:
+    return lambda s: (
+        s.round == number
+        and not s.races
+        and (
+            s.status is TournamentStatus.FINISHED
+            or all(line.games >= number for line in s.standings)
+        )
+    )
+
+
+async def test_three_rounds_with_six_bots_from_creation_to_final_standings(
+    live_server: LiveServer,
+) -> None:
+    host = await Host.start(live_server.url)
+    code = await host.create(name="club night", rounds=3, race_size=4, time_limit=120)
+    await host.control(HostAction.OPEN)
+    await host.until(lambda s: s.status is TournamentStatus.OPEN)
+    bots = [
+        await BotPlayer.enter(
+            live_server.url, f"bot{n}", code, "greedy" if n % 2 else "random", seed=n
+        )
+        for n in range(6)
+    ]
+    await host.until(lambda s: len(s.standings) == 6)
+    finished = lambda s: s.status is TournamentStatus.FINISHED  # noqa: E731
+    players = [asyncio.create_task(bot.play(finished)) for bot in bots]
+    for number in (1, 2, 3):
+        await host.control(HostAction.START)
+        state = await host.until(round_over(number))  # type: ignore[arg-type]
+    await wait_all(*players)
+    assert state.status is TournamentStatus.FINISHED
+    assert [line.games for line in state.standings] == [3] * 6
+    keys = [(-line.points, -line.stock_left, line.time_ms) for line in state.standings]
+    assert keys == sorted(keys)
+    assert state.standings[0].place == 1
+
+    export = await host.export()
+    assert len(export.games) == 6, "two races of three in each of three rounds"
+    for game in export.games:
+        assert verify_result(game.to_result()).ok
+    seeds = {game.race.rsplit("-", 1)[0]: game.seed for game in export.games}
+    for game in export.games:
+        assert game.seed == seeds[game.race.rsplit("-", 1)[0]], "a round's races share a seed"
+    for bot in bots:
+        await bot.close()
+    await host.close()
+
+
+async def test_a_host_command_is_refused_without_the_host_token(live_server: LiveServer) -> None:
+    host = await Host.start(live_server.url)
+    code = await host.create(name="cup")
+    intruder = await Host.start(live_server.url, "intruder")
+    intruder.code = code
+    for action in (HostAction.OPEN, HostAction.START, HostAction.END):
+        await intruder.control(action, token="not-the-host-token-at-all")
+        error = await intruder.error()
+        assert error.code is ErrorCode.NOT_HOST
+    state = await intruder.watch(code)
+    assert state.status is TournamentStatus.CREATED
+    await host.control(HostAction.OPEN)
+    await host.until(lambda s: s.status is TournamentStatus.OPEN)
+    await intruder.close()
+    await host.close()
