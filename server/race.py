@@ -427,6 +427,8 @@ class Race:
         self._last_snapshot = float("-inf")
         self._snapshot_due = False
         self._spectators = 0
+        self._still_racing = 0
+        """Racers with no outcome yet, once started (counted so a move need not count them)."""
         self.revision = 0
         """Grows with every change of state, so callers know what to journal."""
 
@@ -524,10 +526,11 @@ class Race:
 
     def spectator_view(self, now: float) -> list[Event]:
         """Everything a new spectator needs: state, progress, boards up to the fog line."""
+        fog = self.fog_line
         events: list[Event] = [
             RaceChanged(self.snapshot(now)),
             Progress(self.progress_lines()),
-            Boards(tuple(self._fogged_board(r) for r in self._racers.values()), self.fog_line),
+            Boards(tuple(self._fogged_board(r, fog) for r in self._racers.values()), fog),
         ]
         if self.result is not None:
             events.append(RaceFinished(self.result))
@@ -593,6 +596,7 @@ class Race:
             raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
         self.phase = Phase.RUNNING
         self.started_at = now
+        self._still_racing = len(self._racers)
         self.revision += 1
         self._last_flush = now
         sends = [Send(Audience.EVERYONE, Started(now)), self._changed(now)]
@@ -654,6 +658,7 @@ class Race:
             racer.outcome = (
                 RacerOutcome.WON if racer.game.status is Status.WON else RacerOutcome.LOST
             )
+            self._still_racing -= 1
             racer.finish_time = now - (self.started_at or now)
         flips = tuple(e for e in events if isinstance(e, Flipped))
         accepted = MoveAccepted(
@@ -676,6 +681,7 @@ class Race:
         if racer.outcome is not None:
             raise RaceError(RaceErrorCode.NOT_RACING, f"your race is over ({racer.outcome.value})")
         racer.outcome = RacerOutcome.RESIGNED
+        self._still_racing -= 1
         self.revision += 1
         racer.finish_time = now - (self.started_at or now)
         self._dirty[racer_id] = None
@@ -745,7 +751,7 @@ class Race:
         return []
 
     def _finish_if_done(self, now: float) -> list[Send]:
-        if all(r.outcome is not None for r in self._racers.values()):
+        if self._still_racing == 0:
             return self._finish(now)
         return []
 
@@ -756,34 +762,35 @@ class Race:
         self._dirty.clear()
         sends = [Send(Audience.EVERYONE, Progress(lines))] if lines else []
         if self._spectators:
+            fog = self.fog_line  # once per flush: computing it reads every racer
             boards = tuple(
                 board
                 for racer in self._racers.values()
-                if (board := self._advance_shown(racer)) is not None
+                if (board := self._advance_shown(racer, fog)) is not None
             )
             if boards:
-                sends.append(Send(Audience.SPECTATORS, Boards(boards, self.fog_line)))
+                sends.append(Send(Audience.SPECTATORS, Boards(boards, fog)))
         return sends
 
-    def _visible_moves(self, racer: _Racer) -> int:
-        fog = self.fog_line
+    @staticmethod
+    def _visible_moves(racer: _Racer, fog: int | None) -> int:
         played = racer.game.cards_played
         return played if fog is None else min(played, fog)
 
-    def _advance_shown(self, racer: _Racer) -> BoardView | None:
+    def _advance_shown(self, racer: _Racer, fog: int | None) -> BoardView | None:
         """Bring the spectators' copy of a board up to what they may see; ``None`` if unchanged."""
         if racer.shown is None:
             racer.shown = Game(self._stock, self.options.ruleset, self.seed)
-        visible = self._visible_moves(racer)
+        visible = self._visible_moves(racer, fog)
         if racer.shown.cards_played >= visible:
             return None
         for move in racer.game.moves[racer.shown.cards_played : visible]:
             racer.shown.play(move)
         return board_view(racer.racer_id, racer.shown)
 
-    def _fogged_board(self, racer: _Racer) -> BoardView:
+    def _fogged_board(self, racer: _Racer, fog: int | None) -> BoardView:
         game = Game(self._stock, self.options.ruleset, self.seed)
-        for move in racer.game.moves[: self._visible_moves(racer)]:
+        for move in racer.game.moves[: self._visible_moves(racer, fog)]:
             game.play(move)
         return board_view(racer.racer_id, game)
 
