@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from pathlib import Path
@@ -240,3 +241,39 @@ async def test_a_spectator_sees_boards_behind_the_fog_during_the_race_and_all_af
         racer.assert_nothing_undrawn(STOCK)
     for client in (ann, bob, watcher):
         await client.close()
+
+
+async def test_a_big_race_of_bots_runs_to_standings_with_coalesced_progress(
+    live_server: LiveServer,
+) -> None:
+    size = 24
+    bots = [await WireClient.connect(live_server.url, f"bot{n}", bot=True) for n in range(size)]
+    options = RaceOptions(max_racers=size, min_racers=size, countdown=0, public=False)
+    await bots[0].send(CreateRace(options=options, id=1))
+    code = (await bots[0].expect(RaceSnapshot)).code
+    assert code is not None
+    for bot in bots[1:]:
+        await bot.send(JoinRace(race=code, id=1))
+
+    async def race_a_little(bot: WireClient, moves: int) -> None:
+        for _ in range(moves):
+            card = await bot.expect(CardToPlace)
+            row, col = card.targets[-1]
+            await bot.send(Place(race=code, move=card.move, row=row, col=col, id=bot.next_id()))
+        await bot.send(Resign(race=code, id=bot.next_id()))
+
+    await asyncio.gather(*(race_a_little(bot, n % 6 + 1) for n, bot in enumerate(bots)))
+    finished = [await bot.expect(RaceFinished) for bot in bots]
+    standings = finished[0].standings
+    assert len(standings) == size and all(s.bot for s in standings)
+    assert verify_result(finished[0].to_result()).ok
+    watcher = bots[0]
+    latest: dict[str, int] = {}
+    for message in watcher.received:
+        if isinstance(message, Progress):
+            assert len({e.racer for e in message.racers}) == len(message.racers)
+            latest.update((e.racer, e.cards_played) for e in message.racers)
+    assert latest == {s.racer: s.cards_played for s in standings}
+    for bot in bots:
+        bot.assert_nothing_undrawn(deal(finished[0].seed))
+        await bot.close()
