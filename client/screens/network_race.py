@@ -48,6 +48,8 @@ class NetworkRaceScreen(RaceScreen):
 
     def refresh_from_tracker(self, flipped: Iterable[Position] = ()) -> None:
         """Redraw the grid, the status panel and the opponents."""
+        if not self.is_mounted:
+            return  # on_mount draws everything once the widgets exist
         mirror = self.tracker.mirror
         if mirror is not None:
             self.show_board(mirror.view(), flipped)

@@ -54,6 +54,8 @@ class WaitingScreen(Screen[None]):
 
     def refresh_from_tracker(self) -> None:
         """Redraw from the race's latest snapshot."""
+        if not self.is_mounted:
+            return  # on_mount draws everything once the widgets exist
         snapshot = self.tracker.snapshot
         if snapshot is None:
             return

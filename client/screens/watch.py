@@ -51,6 +51,8 @@ class WatchScreen(Screen[None]):
 
     def refresh_from_tracker(self) -> None:
         """Redraw tiles and leaderboard from the tracker."""
+        if not self.is_mounted:
+            return  # on_mount draws everything once the widgets exist
         tracker, snapshot = self.tracker, self.tracker.snapshot
         if snapshot is None:
             return

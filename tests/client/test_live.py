@@ -1,0 +1,180 @@
+"""The client against the real server: a race by key presses, watching, and a resume."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from functools import partial
+
+import pytest
+from textual.pilot import Pilot
+from textual.screen import Screen
+
+from client.bot_runner import Bot, BotResult
+from client.bots import get_strategy
+from client.connection import Backoff, Connection, LinkState
+from client.network_app import NetworkApp, Plan
+from client.race_state import RacerMirror
+from client.screens.network_race import NetworkRaceScreen
+from client.screens.results import ResultsScreen
+from client.screens.watch import WatchScreen
+from client.widgets.grid import GridView
+from client.widgets.leaderboard import Leaderboard
+from protocol import QuickRace, RacerStatus, Role
+from tests.client.keys import place_by_keys
+from tests.conftest import LiveServer
+
+#: Long enough for a loaded machine; it only stops a hung test, it times nothing.
+PATIENCE = 30.0
+QUICK_RETRY = Backoff(first=0.05, ceiling=0.2, attempts=50)
+
+
+async def wait_until(pilot: Pilot[int], done: Callable[[], bool], what: str) -> None:
+    """Let the app run until ``done()`` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PATIENCE
+    while not done():
+        if loop.time() > deadline:
+            pytest.fail(f"gave up waiting for {what}; the screen is {pilot.app.screen!r}")
+        await pilot.pause(0.02)
+
+
+def showing(app: NetworkApp, kind: type[Screen[None]]) -> bool:
+    """Whether a screen of ``kind`` is on top and mounted (its widgets exist)."""
+    return isinstance(app.screen, kind) and app.screen.is_mounted
+
+
+def start_bot(url: str, name: str, pace: float = 0.0) -> asyncio.Task[BotResult]:
+    bot = Bot(Connection(url, name, bot=True), QuickRace(), get_strategy("greedy"), pace=pace)
+    return asyncio.create_task(bot.run())
+
+
+def player_app(url: str, name: str = "ann") -> NetworkApp:
+    return NetworkApp(Connection(url, name, backoff=QUICK_RETRY), Plan.quick())
+
+
+def card_in_hand_or_results(app: NetworkApp) -> bool:
+    screen = app.screen
+    if isinstance(screen, ResultsScreen):
+        return True
+    return isinstance(screen, NetworkRaceScreen) and screen.grid.board.card is not None
+
+
+async def play_out_by_keys(pilot: Pilot[int], app: NetworkApp, moves: int = 99) -> None:
+    """Place cards with arrow keys and Enter, each on the first legal target."""
+    for _ in range(moves):
+        await wait_until(pilot, lambda: card_in_hand_or_results(app), "a card to place")
+        screen = app.screen
+        if not isinstance(screen, NetworkRaceScreen):
+            return
+        mirror = app.tracker.mirror
+        assert mirror is not None
+        answered = partial(move_answered, mirror, len(mirror.moves))
+        await place_by_keys(pilot, screen.grid, screen.grid.board.targets[0])
+        await wait_until(pilot, answered, "the server to accept the move")
+
+
+def move_answered(mirror: RacerMirror, played_before: int) -> bool:
+    return len(mirror.moves) > played_before or mirror.status is not RacerStatus.RACING
+
+
+async def test_a_whole_race_by_key_presses_against_a_bot(live_server: LiveServer) -> None:
+    app = player_app(live_server.url)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_until(pilot, lambda: app.tracker.race is not None, "joining a race")
+        bot = start_bot(live_server.url, "bot-1")
+        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+        await play_out_by_keys(pilot, app)
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        finished = app.tracker.finished
+        assert finished is not None
+        assert screen.verified_text.startswith(f"Seed {finished.seed}\n✓ verified")
+        assert {s.name for s in finished.standings} == {"ann", "bot-1"}
+        mine = next(s for s in finished.standings if s.racer == app.tracker.you)
+        assert mine.status in (RacerStatus.WON, RacerStatus.LOST)
+        mirror = app.tracker.mirror
+        assert mirror is not None and list(mine.moves) == mirror.moves
+        assert (await bot).standing is not None
+
+
+async def test_the_opponents_panel_follows_the_other_racers(live_server: LiveServer) -> None:
+    app = player_app(live_server.url)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_until(pilot, lambda: app.tracker.race is not None, "joining a race")
+        bot = start_bot(live_server.url, "bot-1")
+        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+        panel = app.screen.query_one("#opponents", Leaderboard)
+        await wait_until(
+            pilot,
+            lambda: any(e.name == "bot-1" and e.status is not RacerStatus.RACING
+                        for e in panel.entries),
+            "the bot's end on the opponents panel",
+        )
+        bot_entry = next(e for e in panel.entries if e.name == "bot-1")
+        assert "bot-1 [bot]" in panel.line_for(bot_entry)
+        assert bot_entry.cards_played > 0
+        await pilot.press("ctrl+x")  # resign: the race ends, as nobody is left racing
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        finished = app.tracker.finished
+        assert finished is not None
+        mine = next(s for s in finished.standings if s.racer == app.tracker.you)
+        assert mine.status is RacerStatus.RESIGNED
+        assert (await bot).standing is not None
+
+
+async def test_watching_a_race_shows_every_board_and_hides_face_down_cards(
+    live_server: LiveServer,
+) -> None:
+    first = Bot(Connection(live_server.url, "bot-1", bot=True), QuickRace(),
+                get_strategy("random", seed=1), pace=0.01)
+    first_run = asyncio.create_task(first.run())
+    second_run = start_bot(live_server.url, "bot-2", pace=0.01)
+    while first.tracker.race is None:
+        await asyncio.sleep(0.01)
+    spectator = Connection(live_server.url, "eve", role=Role.SPECTATOR)
+    app = NetworkApp(spectator, Plan.spectate(first.tracker.race))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: showing(app, WatchScreen), "the watch screen")
+        await wait_until(pilot, lambda: app.tracker.finished is not None, "the end of the race")
+        await wait_until(pilot, lambda: len(app.screen.query(GridView)) == 2, "two boards")
+        await pilot.pause()
+        boards = [grid.board for grid in app.screen.query(GridView)]
+        assert all(board.piles for board in boards)
+        for board in boards:
+            for pile in board.piles.values():
+                assert (pile.top is None) == (not pile.face_up)
+        leaderboard = app.screen.query_one("#leaderboard", Leaderboard)
+        assert {e.name for e in leaderboard.entries} == {"bot-1", "bot-2"}
+        verified = str(app.screen.query_one("#verified").render())
+        assert "✓ verified" in verified
+    for result in await asyncio.gather(first_run, second_run):
+        assert result.standing is not None
+
+
+async def test_a_dropped_connection_is_resumed_and_the_race_goes_on(
+    live_server: LiveServer,
+) -> None:
+    server = live_server.server
+    assert server is not None
+    app = player_app(live_server.url)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await wait_until(pilot, lambda: app.tracker.race is not None, "joining a race")
+        bot = start_bot(live_server.url, "bot-1")
+        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+        await play_out_by_keys(pilot, app, moves=3)
+        # The server loses every connection at once, as when a network link fails.
+        for connection in list(server.connections):
+            connection.transport.abort()
+        await wait_until(pilot, lambda: app.connection.reconnects == 1, "a reconnection")
+        await wait_until(pilot, lambda: app.connection.state is LinkState.ONLINE, "the resume")
+        assert LinkState.RECONNECTING in app.link.history
+        await play_out_by_keys(pilot, app)
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        finished = app.tracker.finished
+        assert finished is not None
+        mine = next(s for s in finished.standings if s.racer == app.tracker.you)
+        assert len(mine.moves) > 3
+        assert app.tracker.verify().ok
+        await bot
