@@ -26,6 +26,7 @@ Every line is replayed through the engine before it is reported.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -211,8 +212,12 @@ def solve(
     rules: Ruleset = Ruleset(),
     budget: float | None = None,
     clock: Clock = time.perf_counter,
+    prove: bool = True,
 ) -> Par:
     """The par of the deal ``stock`` (top first) under ``rules``, within ``budget`` seconds.
+
+    With ``prove=False`` the search stops at the first winning line (it is then proven
+    only if that line happens to use the fewest cards possible).
 
     First a beam search finds a good line quickly (an upper bound on the cards needed);
     then the depth-first search tries the fewest cards possible, ``grid_size²``, which
@@ -240,7 +245,12 @@ def solve(
         search.node_limit = None
         if not proven:
             best = beam_line(ranks, rules, search)
-        if not proven and len(best) != fewest:
+            proven = len(best) == fewest
+        if not proven and not prove:
+            if not best:
+                proven = not search.win_within(len(ranks))
+                best = search.line[:]
+        elif not proven:
             if search.win_within(fewest):
                 best = search.line[:]
             else:
@@ -250,7 +260,7 @@ def solve(
                 while cards > fewest and search.win_within(cards):
                     best = search.line[:]
                     cards = len(best) - 1
-        proven = True
+            proven = True
     except _OutOfTime:
         pass
     positions = tuple(search.board.position(cell) for cell in best)
@@ -317,3 +327,43 @@ def par(seed: str, rules: Ruleset = Ruleset(), budget: float | None = None) -> P
     """The par of the deal dealt from ``seed`` (deal v1): see :func:`solve`."""
     return solve(deal(seed), rules, budget)
 
+
+
+def random_seed() -> str:
+    """A fresh seed with 128 bits from the operating system's cryptographic source."""
+    return secrets.token_hex(16)
+
+
+@dataclass(frozen=True, slots=True)
+class WinnableDeal:
+    """A seed proven winnable: ``line`` wins it, replayed through the engine."""
+
+    seed: str
+    line: tuple[Position, ...]
+    score: int
+
+
+class NoWinnableSeed(RuntimeError):
+    """No seed drawn within the attempts allowed was shown to be winnable."""
+
+
+def winnable_seed(
+    source: Callable[[], str] = random_seed,
+    rules: Ruleset = Ruleset(),
+    budget: float = 1.0,
+    attempts: int = 20,
+    clock: Clock = time.perf_counter,
+) -> WinnableDeal:
+    """Draw seeds from ``source`` until one is shown winnable within ``budget`` seconds.
+
+    For the ``winnable`` seed policy: the caller keeps the returned seed as secret as any
+    other (only its commitment is published before the race), so the policy does not
+    weaken the commitment. Nearly every deal is winnable and a line is usually found in
+    milliseconds, so ``attempts`` is a safety net; :class:`NoWinnableSeed` if it runs out.
+    """
+    for _ in range(attempts):
+        seed = source()
+        found = solve(deal(seed), rules, budget, clock, prove=False)
+        if found.score is not None:
+            return WinnableDeal(seed, found.moves, found.score)
+    raise NoWinnableSeed(f"no winnable seed in {attempts} attempts of {budget} s each")
