@@ -17,11 +17,12 @@ from protocol.tournament import (
     TournamentControl,
     TournamentCreated,
     TournamentExport,
+    TournamentFormat,
     TournamentOptions,
     TournamentStatus,
 )
 from server.config import ServerConfig
-from tests.conftest import LiveServer, fast_config
+from tests.conftest import LiveServer, fast_config, start_live_server
 from tests.tournament.players import BotPlayer, Player, wait_all
 
 
@@ -138,3 +139,64 @@ async def test_a_host_command_is_refused_without_the_host_token(live_server: Liv
     await host.until(lambda s: s.status is TournamentStatus.OPEN)
     await intruder.close()
     await host.close()
+
+
+class FakeClock:
+    """The server's injected clock: time moves only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1_767_225_600.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_an_arena_of_three_minutes_on_an_injected_clock(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = dataclasses.replace(
+        fast_config(tmp_path / "foursquare.db"),
+        rate_per_second=1000.0,
+        rate_burst=1000,
+        clock=clock,
+    )
+    async with start_live_server(config) as live:
+        assert live.server is not None
+        host = await Host.start(live.url)
+        code = await host.create(
+            name="blitz arena",
+            format=TournamentFormat.ARENA,
+            arena_duration=180,
+            race_size=3,
+            time_limit=60,
+        )
+        await host.control(HostAction.OPEN)
+        bots = [
+            await BotPlayer.enter(live.url, f"bot{n}", code, "random", seed=n) for n in range(6)
+        ]
+        finished = lambda s: s.status is TournamentStatus.FINISHED  # noqa: E731
+        players = [asyncio.create_task(bot.play(finished)) for bot in bots]
+        await host.control(HostAction.START)
+        state = await host.until(lambda s: s.ends_at is not None)
+        ends_at = state.ends_at
+        games_seen = 0
+        while state.status is not TournamentStatus.FINISHED:
+            state = await host.until(lambda s: True)
+            games = sum(line.games for line in state.standings)
+            if games > games_seen:
+                # A race was counted: let twenty seconds pass on the server's clock.
+                games_seen = games
+                clock.now += 20.0
+                live.server.tournaments.wake()
+        await wait_all(*players)
+        export = await host.export()
+        assert len(export.games) >= 4, "races kept forming while the window was open"
+        assert all(len(game.standings) <= 3 for game in export.games)
+        assert all(verify_result(game.to_result()).ok for game in export.games)
+        assert ends_at is not None
+        assert all(game.started_at <= ends_at for game in export.games)
+        assert sum(line.games for line in state.standings) == sum(
+            len(game.standings) for game in export.games
+        )
+        for bot in bots:
+            await bot.close()
+        await host.close()
