@@ -89,6 +89,8 @@ class BotPlayer(Player):
 
     def __init__(self, client: WireClient, name: str, strategy: str, seed: int):
         super().__init__(client, name)
+        self.pace = 0.0
+        """Seconds to wait before each move (to stay under a server's rate limit)."""
         options = {"seed": seed} if strategy == "random" else {}
         self.strategy = get_strategy(strategy, **options)
         self.cards: dict[str, list[Card]] = {}
@@ -97,10 +99,17 @@ class BotPlayer(Player):
 
     @classmethod
     async def enter(
-        cls, url: str, name: str, code: str, strategy: str = "random", seed: int = 0
+        cls,
+        url: str,
+        name: str,
+        code: str,
+        strategy: str = "random",
+        seed: int = 0,
+        pace: float = 0.0,
     ) -> BotPlayer:
         """Connect as a bot and join tournament ``code``."""
         player = cls(await WireClient.connect(url, name, bot=True), name, strategy, seed)
+        player.pace = pace
         await player.send(JoinTournament(tournament=code, id=player.client.next_id()))
         await player.until(lambda state: state.you == player.player_id)
         return player
@@ -131,6 +140,7 @@ class BotPlayer(Player):
         move = self.strategy.choose(RacerView(Ruleset(), tuple(cards), tuple(moves)))
         moves.append(move)
         self.moves_sent += 1
+        await asyncio.sleep(self.pace)
         place = Place(race=card.race, move=card.move, row=move[0], col=move[1])
         await self.client.send(place)
 
