@@ -62,7 +62,7 @@ def main() -> int:
             )
             from cli.main import main as foursquare_main
 
-            return foursquare_main(["play", "--server", url, "--quick", "--name", "you"])
+            return foursquare_main(["play", "--server", url, "--quick"])
         finally:
             for process in (bots, server):
                 if process is not None and process.poll() is None:
