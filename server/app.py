@@ -573,7 +573,7 @@ class RaceServer:
             None,
         )
         if host is None:
-            host = self._open_race(self._quick_options(), private=False)
+            host = self.open_race(self._quick_options())
         self._join(connection, session, host, message.id)
 
     def _on_create_race(
@@ -590,7 +590,7 @@ class RaceServer:
             options = race_options(wire, self.config.progress_interval)
         except ValueError as error:
             raise _Refused(ErrorCode.BAD_MESSAGE, f"create_race.options: {error}") from None
-        host = self._open_race(options, private=not options.public)
+        host = self.open_race(options)
         self._join(connection, session, host, message.id)
 
     def _on_join_race(
@@ -672,13 +672,24 @@ class RaceServer:
             progress_interval=config.progress_interval,
         )
 
-    def _open_race(self, options: core.RaceOptions, private: bool) -> RaceHost:
-        race_id = _new_code()
-        while race_id in self.hosts:
+    def open_race(
+        self,
+        options: core.RaceOptions,
+        *,
+        seed: str | None = None,
+        race_id: str | None = None,
+        tournament_id: str | None = None,
+    ) -> RaceHost:
+        """Create and journal a race with these options (and this seed, if given: races of
+        a tournament share one). Private races (``public=False``) get their id as a code."""
+        if race_id is None:
             race_id = _new_code()
-        seed = self.config.seed_source()
-        race = core.Race(race_id, seed, options, code=race_id if private else None)
-        opened = RaceOpened(race_id, seed, options, race.code, self._now())
+            while race_id in self.hosts:
+                race_id = _new_code()
+        if seed is None:
+            seed = self.config.seed_source()
+        race = core.Race(race_id, seed, options, code=None if options.public else race_id)
+        opened = RaceOpened(race_id, seed, options, race.code, self._now(), tournament_id)
         host = self._host(race, opened)
         self.hosts[race_id] = host
         log_event("race_open", race=race_id, public=options.public, max_racers=options.max_racers)
