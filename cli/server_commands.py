@@ -1,4 +1,5 @@
-"""``foursquare serve`` (the race server) and ``foursquare verify`` (check a saved result)."""
+"""``foursquare serve`` (the race server), ``foursquare result`` (a stored result) and
+``foursquare verify`` (check a saved result)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,15 @@ def register(subparsers: Subparsers) -> None:
         help="seconds of countdown in quick races once they have their minimum (default 5)",
     )
     serve_parser.set_defaults(run=run_serve)
+
+    result_parser = subparsers.add_parser(
+        "result",
+        help="print a finished race's stored result as JSON (for verify)",
+        description="Print the result record the server journaled for a race.",
+    )
+    result_parser.add_argument("race", help="the race id")
+    result_parser.add_argument("--db", help="SQLite journal file (default foursquare.db)")
+    result_parser.set_defaults(run=run_result)
 
     verify_parser = subparsers.add_parser(
         "verify",
@@ -72,6 +82,25 @@ def run_serve(args: argparse.Namespace) -> int:
     if not clean:
         print("error: the journal failed; restart to recover from it", file=sys.stderr)
     return 0 if clean else 1
+
+
+def run_result(args: argparse.Namespace) -> int:
+    """Print the stored result of a race; exit 1 if there is none."""
+    from pathlib import Path
+
+    from server.config import ServerConfig
+    from server.journal import Journal
+
+    db = ServerConfig.from_environment(db=args.db).db
+    if not Path(db).exists():
+        print(f"error: no journal at {db}", file=sys.stderr)
+        return 2
+    result = Journal.load_result(db, args.race.upper())
+    if result is None:
+        print(f"error: race {args.race} has no result in {db}", file=sys.stderr)
+        return 1
+    print(result.to_json())
+    return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:

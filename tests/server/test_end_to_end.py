@@ -116,11 +116,19 @@ async def test_two_racers_race_from_hello_to_standings_that_verify(
     saved.write_text(json.dumps(encode_wire(finished)))
     assert foursquare(["verify", str(saved)]) == 0
     assert "verified" in capsys.readouterr().out
+    # The record the server journaled before announcing the finish verifies too.
+    capsys.readouterr()
+    assert foursquare(["result", race, "--db", str(live_server.db_path)]) == 0
+    saved.write_text(capsys.readouterr().out)
+    assert foursquare(["verify", str(saved)]) == 0
+    assert foursquare(["result", "NOSUCHRACE", "--db", str(live_server.db_path)]) == 1
     forged = encode_wire(finished)
     forged["standings"][0]["score"] = 9
     saved.write_text(json.dumps(forged))
     assert foursquare(["verify", str(saved)]) == 1
     assert "REFUTED" in capsys.readouterr().out
+    saved.write_text("{not json")
+    assert foursquare(["verify", str(saved)]) == 2
     await ann.close()
     await bob.close()
 
