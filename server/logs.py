@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 logger = logging.getLogger("foursquare.server")
 
 
 def log_event(event: str, level: int = logging.INFO, **fields: Any) -> None:
-    """Log ``event`` with ``fields`` as one JSON line (``{"event": ..., ...}``)."""
+    """Log ``event`` with ``fields`` as one JSON line (``{"ts": ..., "event": ..., ...}``)."""
     if logger.isEnabledFor(level):
-        logger.log(level, json.dumps({"event": event, **fields}, default=str, sort_keys=False))
+        line = {"ts": round(time.time(), 3), "event": event, **fields}
+        logger.log(level, json.dumps(line, default=str))
 
 
 def configure_logging(level: int = logging.INFO) -> None:
