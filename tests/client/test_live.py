@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from asyncio import Task
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 
 import pytest
@@ -20,7 +22,7 @@ from client.screens.results import ResultsScreen
 from client.screens.watch import WatchScreen
 from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
-from protocol import QuickRace, RacerStatus, Role
+from protocol import QuickRace, RacerStatus, Role, Standing
 from tests.client.keys import place_by_keys
 from tests.conftest import LiveServer
 
@@ -78,12 +80,26 @@ def move_answered(mirror: RacerMirror, played_before: int) -> bool:
     return len(mirror.moves) > played_before or mirror.status is not RacerStatus.RACING
 
 
-async def test_a_whole_race_by_key_presses_against_a_bot(live_server: LiveServer) -> None:
-    app = player_app(live_server.url)
+@contextlib.asynccontextmanager
+async def racing_a_bot(url: str) -> AsyncIterator[tuple[Pilot[int], NetworkApp, Task[BotResult]]]:
+    """Ann takes a quick race, a bot joins it, and the race starts."""
+    app = player_app(url)
     async with app.run_test(size=(100, 32)) as pilot:
         await wait_until(pilot, lambda: app.tracker.race is not None, "joining a race")
-        bot = start_bot(live_server.url, "bot-1")
+        bot = start_bot(url, "bot-1")
         await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+        yield pilot, app, bot
+
+
+def my_standing(app: NetworkApp) -> Standing:
+    """Ann's line in the result."""
+    finished = app.tracker.finished
+    assert finished is not None
+    return next(s for s in finished.standings if s.racer == app.tracker.you)
+
+
+async def test_a_whole_race_by_key_presses_against_a_bot(live_server: LiveServer) -> None:
+    async with racing_a_bot(live_server.url) as (pilot, app, bot):
         await play_out_by_keys(pilot, app)
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
         screen = app.screen
@@ -92,7 +108,7 @@ async def test_a_whole_race_by_key_presses_against_a_bot(live_server: LiveServer
         assert finished is not None
         assert screen.verified_text.startswith(f"Seed {finished.seed}\n✓ verified")
         assert {s.name for s in finished.standings} == {"ann", "bot-1"}
-        mine = next(s for s in finished.standings if s.racer == app.tracker.you)
+        mine = my_standing(app)
         assert mine.status in (RacerStatus.WON, RacerStatus.LOST)
         mirror = app.tracker.mirror
         assert mirror is not None and list(mine.moves) == mirror.moves
@@ -100,11 +116,7 @@ async def test_a_whole_race_by_key_presses_against_a_bot(live_server: LiveServer
 
 
 async def test_the_opponents_panel_follows_the_other_racers(live_server: LiveServer) -> None:
-    app = player_app(live_server.url)
-    async with app.run_test(size=(100, 32)) as pilot:
-        await wait_until(pilot, lambda: app.tracker.race is not None, "joining a race")
-        bot = start_bot(live_server.url, "bot-1")
-        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+    async with racing_a_bot(live_server.url) as (pilot, app, bot):
         panel = app.screen.query_one("#opponents", Leaderboard)
         await wait_until(
             pilot,
@@ -117,10 +129,7 @@ async def test_the_opponents_panel_follows_the_other_racers(live_server: LiveSer
         assert bot_entry.cards_played > 0
         await pilot.press("ctrl+x")  # resign: the race ends, as nobody is left racing
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
-        finished = app.tracker.finished
-        assert finished is not None
-        mine = next(s for s in finished.standings if s.racer == app.tracker.you)
-        assert mine.status is RacerStatus.RESIGNED
+        assert my_standing(app).status is RacerStatus.RESIGNED
         assert (await bot).standing is not None
 
 
@@ -158,11 +167,7 @@ async def test_a_dropped_connection_is_resumed_and_the_race_goes_on(
 ) -> None:
     server = live_server.server
     assert server is not None
-    app = player_app(live_server.url)
-    async with app.run_test(size=(100, 32)) as pilot:
-        await wait_until(pilot, lambda: app.tracker.race is not None, "joining a race")
-        bot = start_bot(live_server.url, "bot-1")
-        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+    async with racing_a_bot(live_server.url) as (pilot, app, bot):
         await play_out_by_keys(pilot, app, moves=3)
         # The server loses every connection at once, as when a network link fails.
         for connection in list(server.connections):
@@ -172,9 +177,6 @@ async def test_a_dropped_connection_is_resumed_and_the_race_goes_on(
         assert LinkState.RECONNECTING in app.link.history
         await play_out_by_keys(pilot, app)
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
-        finished = app.tracker.finished
-        assert finished is not None
-        mine = next(s for s in finished.standings if s.racer == app.tracker.you)
-        assert len(mine.moves) > 3
+        assert len(my_standing(app).moves) > 3
         assert app.tracker.verify().ok
         await bot

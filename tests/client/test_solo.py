@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 
 from client.app import FoursquareApp
 from client.screens.solo import SoloScreen
@@ -34,6 +37,17 @@ def solo_app(seed: str, clock: FakeClock | None = None) -> FoursquareApp:
     )
 
 
+@contextlib.asynccontextmanager
+async def solo(
+    seed: str, clock: FakeClock | None = None
+) -> AsyncIterator[tuple[Pilot[int], SoloScreen, GridView]]:
+    """The solo app running on ``seed``: its pilot, its screen and its grid."""
+    async with solo_app(seed, clock).run_test(size=(80, 24)) as pilot:
+        screen = pilot.app.screen
+        assert isinstance(screen, SoloScreen)
+        yield pilot, screen, screen.query_one(GridView)
+
+
 def conformance_game(seed: str) -> dict[str, Any]:
     game: dict[str, Any] = next(g for g in GAMES["games"] if g["seed"] == seed)
     return game
@@ -42,10 +56,7 @@ def conformance_game(seed: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("seed", "vim"), [("vector-5", False), ("vector-0", True)])
 async def test_a_whole_game_played_by_keys_ends_as_the_engine_says(seed: str, vim: bool) -> None:
     expected = conformance_game(seed)
-    async with solo_app(seed).run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
-        grid = screen.query_one(GridView)
+    async with solo(seed) as (pilot, screen, grid):
         for step in expected["steps"]:
             assert str(screen.status_panel.board.card) == step["card"]
             assert sorted(grid.board.targets) == [tuple(t) for t in step["legal"]]
@@ -59,20 +70,14 @@ async def test_a_whole_game_played_by_keys_ends_as_the_engine_says(seed: str, vi
 
 
 async def test_clicking_a_target_places_the_card_there() -> None:
-    async with solo_app("vector-5").run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
-        grid = screen.query_one(GridView)
+    async with solo("vector-5") as (pilot, screen, grid):
         await pilot.click(GridView, offset=grid.offset_of((0, 0)))
         await pilot.click(GridView, offset=grid.offset_of((-1, 0)))
         assert screen.game.moves == [(0, 0), (-1, 0)]
 
 
 async def test_an_illegal_choice_is_refused_with_a_sentence() -> None:
-    async with solo_app("vector-5").run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
-        grid = screen.query_one(GridView)
+    async with solo("vector-5") as (pilot, screen, grid):
         await place_by_keys(pilot, grid, (0, 0))
         await pilot.press("right", "right", "up", "up")
         assert grid.cursor == (-1, 1)  # the window is 3x3 here, so the cursor stops at its edge
@@ -82,10 +87,7 @@ async def test_an_illegal_choice_is_refused_with_a_sentence() -> None:
 
 
 async def test_tab_visits_every_legal_target() -> None:
-    async with solo_app("vector-5").run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
-        grid = screen.query_one(GridView)
+    async with solo("vector-5") as (pilot, screen, grid):
         await pilot.press("enter")
         seen = set()
         for _ in range(len(grid.board.targets)):
@@ -95,10 +97,7 @@ async def test_tab_visits_every_legal_target() -> None:
 
 
 async def test_undo_replays_all_moves_but_the_last() -> None:
-    async with solo_app("vector-0").run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
-        grid = screen.query_one(GridView)
+    async with solo("vector-0") as (pilot, screen, grid):
         moves = [tuple(step["move"]) for step in conformance_game("vector-0")["steps"][:5]]
         for move in moves:
             await place_by_keys(pilot, grid, move)
@@ -110,9 +109,7 @@ async def test_undo_replays_all_moves_but_the_last() -> None:
 
 async def test_undo_after_a_loss_resumes_play() -> None:
     steps = conformance_game("vector-2")["steps"]
-    async with solo_app("vector-2").run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
+    async with solo("vector-2") as (pilot, screen, _):
         for step in steps:
             screen.place(tuple(step["move"]))
         assert screen.game.status is Status.LOST
@@ -123,10 +120,7 @@ async def test_undo_after_a_loss_resumes_play() -> None:
 
 
 async def test_flips_are_highlighted_on_the_cards_that_turned() -> None:
-    async with solo_app("foursquare").run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
-        grid = screen.query_one(GridView)
+    async with solo("foursquare") as (pilot, screen, grid):
         await place_by_keys(pilot, grid, (0, 0))
         await place_by_keys(pilot, grid, (0, 1))  # 3S beside 4S: lower, so the 4S turns down
         assert grid.flashed == frozenset({(0, 0)})
@@ -137,9 +131,7 @@ async def test_flips_are_highlighted_on_the_cards_that_turned() -> None:
 async def test_the_clock_starts_with_the_first_card_and_stops_at_the_end() -> None:
     clock = FakeClock()
     steps = conformance_game("vector-6")["steps"]
-    async with solo_app("vector-6", clock).run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
+    async with solo("vector-6", clock) as (pilot, screen, _):
         clock.now += 50
         screen.place(tuple(steps[0]["move"]))
         clock.now += 12.5
@@ -152,9 +144,7 @@ async def test_the_clock_starts_with_the_first_card_and_stops_at_the_end() -> No
 
 
 async def test_new_deal_starts_over_on_a_fresh_seed() -> None:
-    async with solo_app("vector-5").run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
+    async with solo("vector-5") as (pilot, screen, _):
         await pilot.press("enter", "n")
         assert screen.game == Game.new("next-0")
         assert "seed next-0" in str(screen.query_one("#title").render())
@@ -168,10 +158,7 @@ async def test_quit_leaves_the_app() -> None:
 
 
 async def test_the_hint_moves_the_cursor_to_the_default_bots_choice() -> None:
-    async with solo_app("vector-5").run_test(size=(80, 24)) as pilot:
-        screen = pilot.app.screen
-        assert isinstance(screen, SoloScreen)
-        grid = screen.query_one(GridView)
+    async with solo("vector-5") as (pilot, screen, grid):
         await pilot.press("enter", "enter")
         await pilot.press("question_mark")
         assert grid.cursor in screen.game.legal_moves()
