@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http
+import logging
 import secrets
 import signal
 from collections.abc import Callable
@@ -196,7 +197,9 @@ class RaceServer:
     def _journal_failed(self, error: Exception) -> None:
         if self.stopping:
             return
-        log_event("server_failing", reason="the journal cannot write", error=repr(error))
+        log_event(
+            "server_failing", logging.ERROR, reason="the journal cannot write", error=repr(error)
+        )
         self.failed = True
         stopping = asyncio.create_task(self.stop())
         self._closing.add(stopping)
@@ -452,7 +455,7 @@ class RaceServer:
             if code is ErrorCode.BAD_MOVE_NUMBER and isinstance(message, protocol.Place):
                 self._send_card_again(session, message.race)
         except Exception as error:  # a bug must cost one answer, never the connection
-            log_event("internal_error", message=message.TYPE, error=repr(error))
+            log_event("internal_error", logging.ERROR, message=message.TYPE, error=repr(error))
             await self._refuse(
                 connection,
                 ProtocolError(

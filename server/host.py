@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -226,7 +227,7 @@ class RaceHost:
                     # Not durable, so never announced. The race in memory is now ahead of
                     # the journal, so it must not answer anyone again: fail-stop, and let
                     # a restart recover every race from what the journal does hold.
-                    log_event("journal_error", race=self.race_id, error=repr(error))
+                    log_event("journal_error", logging.ERROR, race=self.race_id, error=repr(error))
                     self._on_journal_failure(error)
                     return
             self._deliver(item)
