@@ -247,6 +247,13 @@ async def test_a_spectator_sees_boards_behind_the_fog_during_the_race_and_all_af
     assert latest[ann.racer_id] == len(WON_MOVES)
     for racer in (ann, bob):
         racer.assert_nothing_undrawn(STOCK)
+    # A resume token travels once, in its owner's welcome, and nowhere else.
+    tokens = {c.racer_id: c.welcome.resume for c in (ann, bob, watcher)}
+    for client in (ann, bob, watcher):
+        others = [token for owner, token in tokens.items() if owner != client.racer_id]
+        seen = repr(client.received)
+        assert not any(token in seen for token in others)
+        assert seen.count(tokens[client.racer_id]) == 1
     for client in (ann, bob, watcher):
         await client.close()
 
