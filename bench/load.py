@@ -106,6 +106,7 @@ class Stats:
     progress_spectators: list[float] = field(default_factory=list)
     moves: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    error_samples: list[str] = field(default_factory=list)
     connected: int = 0
     races: int = 0
 
@@ -150,9 +151,11 @@ class Generator:
     def measuring(self, sent_at: float) -> bool:
         return sent_at >= self.measure_from and not self.stop.is_set()
 
-    def error(self, code: str) -> None:
+    def error(self, code: str, message: str = "") -> None:
         if not self.stop.is_set():
             self.stats.errors[code] += 1
+            if len(self.stats.error_samples) < 10:
+                self.stats.error_samples.append(f"{code}: {message}" if message else code)
 
     async def open(self, path: str, hello: Hello) -> ClientConnection | None:
         """Connect and say hello; ``None`` (and an error counted) if that fails."""
@@ -200,6 +203,7 @@ class Generator:
         with contextlib.suppress(ConnectionClosed):
             while not self.stop.is_set():
                 race = group.race(round_number)
+                request = round_number + 1
                 if seat == 0:
                     group.current = round_number
                     options = RaceOptions(
@@ -210,22 +214,25 @@ class Generator:
                         auto_start=True,
                         countdown=0,
                     )
-                    await ws.send(encode(CreateRace(options=options)))
+                    await ws.send(encode(CreateRace(options=options, id=request)))
                 else:
                     _, code = await race
-                    await ws.send(encode(JoinRace(race=code)))
-                await self.play_race(ws, group, seat, race, rng)
+                    await ws.send(encode(JoinRace(race=code, id=request)))
+                await self.play_race(ws, seat, race, request, rng)
                 round_number += 1
 
     async def play_race(
         self,
         ws: ClientConnection,
-        group: Group,
         seat: int,
         race: asyncio.Future[tuple[str, str]],
+        request: int,
         rng: random.Random,
     ) -> None:
-        """Play one race from the join to ``finished`` (or the end of the run)."""
+        """Play one race from the join (answering ``request``) to its ``finished``.
+
+        Messages about any other race (a late one from the previous round) are skipped.
+        """
         board = Board()
         race_id, you = "", ""
         waiting_since: float | None = None
@@ -234,6 +241,22 @@ class Generator:
             now = time.perf_counter()
             message = msgpack.unpackb(frame)
             kind = message["type"]
+            if not race_id:
+                # Until the create/join is answered, only its answer matters.
+                if message.get("reply_to") != request:
+                    continue
+                if kind == "error":
+                    self.error(message.get("code", "?"), message.get("message", ""))
+                    await asyncio.sleep(0.1)
+                    break
+                if kind == "race":
+                    race_id, you = message["race"], message.get("you") or ""
+                    if seat == 0 and not race.done():
+                        race.set_result((race_id, message.get("code") or race_id))
+                        self.stats.races += 1
+                continue
+            if message.get("race", race_id) != race_id:
+                continue
             if kind == "card":
                 if waiting_since is not None and self.measuring(waiting_since):
                     self.stats.rtt.append(now - waiting_since)
@@ -258,15 +281,10 @@ class Generator:
                         sent = self.sent.get((race_id, entry["racer"], entry["cards_played"]))
                         if sent is not None and self.measuring(sent):
                             self.stats.progress_racers.append(now - sent)
-            elif kind == "race":
-                race_id, you = message["race"], message.get("you") or ""
-                if seat == 0 and not race.done():
-                    race.set_result((race_id, message.get("code") or race_id))
-                    self.stats.races += 1
             elif kind == "finished":
                 break
             elif kind == "error":
-                self.error(message.get("code", "?"))
+                self.error(message.get("code", "?"), message.get("message", ""))
         for task in tasks:
             task.cancel()
 
@@ -322,7 +340,7 @@ class Generator:
                     elif kind == "finished":
                         break
                     elif kind == "error":
-                        self.error(message.get("code", "?"))
+                        self.error(message.get("code", "?"), message.get("message", ""))
                         break
                 while group.current == round_number and not self.stop.is_set():
                     await asyncio.sleep(0.05)
@@ -431,6 +449,7 @@ class Generator:
             "progress_spectators_ms": summary(stats.progress_spectators),
             "errors": sum(stats.errors.values()),
             "error_codes": dict(stats.errors),
+            "error_samples": stats.error_samples,
             "connected": stats.connected,
             "races_started": stats.races,
             "generator_cpu_percent": 100 * cpu / wall,
