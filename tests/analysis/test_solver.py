@@ -1,0 +1,128 @@
+"""The par solver: optimal on small deals checked by brute force, never below a recorded
+game, its lines replay through the engine, and winnable seeds come with a winning line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine import Card, Game, Ruleset, Status, deal, parse_move, replay
+from engine.solver import NoWinnableSeed, Par, par, solve, winnable_seed
+
+CONFORMANCE = Path(__file__).parent.parent / "conformance" / "games.json"
+SMALL = Ruleset(grid_size=2, pile_capacity=10, face_down_limit=1)
+
+
+def _brute_force_par(stock: list[Card], rules: Ruleset) -> int | None:
+    """The best score by breadth-first search over every engine position (small grids only)."""
+    layer = {"": Game(stock, rules)}
+    while layer:
+        next_layer: dict[str, Game] = {}
+        for game in layer.values():
+            for move in game.legal_moves():
+                child = game.copy()
+                child.play(move)
+                if child.status is Status.WON:
+                    return child.score
+                if child.status is Status.PLAYING:
+                    next_layer.setdefault(_tops(child), child)
+        layer = next_layer
+    return None
+
+
+def _tops(game: Game) -> str:
+    """The position as the future sees it: tops, faces and heights, translated to its box."""
+    piles = game.piles
+    row0, col0 = min(row for row, _ in piles), min(col for _, col in piles)
+    return " ".join(
+        f"{row - row0},{col - col0}:{pile.top.rank}{'u' if pile.face_up else 'd'}{pile.height}"
+        for (row, col), pile in piles.items()
+    )
+
+
+def _assert_line_scores(result: Par, stock: list[Card], rules: Ruleset) -> None:
+    game = Game(stock, rules)
+    for move in result.moves:
+        game.play(move)
+    assert game.status is Status.WON
+    assert game.score == result.score
+
+
+@pytest.mark.parametrize("seed", ["small-2", "small-3", "small-4"])
+def test_par_matches_brute_force_on_a_small_grid(seed: str) -> None:
+    stock = deal(seed)
+    result = solve(stock, SMALL)
+    assert result.proven
+    assert result.score == _brute_force_par(stock, SMALL)
+    _assert_line_scores(result, stock, SMALL)
+
+
+def test_four_equal_ranks_fill_a_small_grid_with_no_flip() -> None:
+    # Equal ranks never trigger a line that holds a face-up card: four cards win.
+    fours = [Card(4, suit) for suit in "CDHS"]
+    rest = [card for card in deal("rest") if card.rank != 4]
+    result = solve(fours + rest, SMALL)
+    assert (result.score, result.proven, len(result.moves)) == (36, True, 4)
+
+
+def test_a_stock_too_short_to_fill_the_grid_is_proven_unwinnable() -> None:
+    result = solve(deal("short")[:15])
+    assert (result.score, result.proven, result.moves, result.winnable) == (None, True, (), False)
+
+
+def _won_conformance_games() -> Iterator[tuple[str, int, list[tuple[int, int]]]]:
+    for game in json.loads(CONFORMANCE.read_text())["games"]:
+        if game["result"] == "won":
+            yield game["seed"], game["score"], [tuple(step["move"]) for step in game["steps"]]
+
+
+@pytest.mark.parametrize("seed, score, moves", list(_won_conformance_games()))
+def test_par_of_a_won_conformance_game_is_at_least_its_score(
+    seed: str, score: int, moves: list[tuple[int, int]]
+) -> None:
+    assert replay(seed, moves).score == score  # the recorded game is what it says
+    result = par(seed, budget=5.0)
+    assert result.score is not None and result.score >= score
+    assert replay(seed, result.moves).score == result.score
+
+
+def test_par_of_seed_zero_is_the_best_possible_score() -> None:
+    result = par("0")
+    assert (result.score, result.proven, result.winnable) == (24, True, True)
+    assert replay("0", result.moves).score == 24
+
+
+def test_a_spent_budget_reports_a_lower_bound_not_a_proof() -> None:
+    ticks = itertools.count()
+    # A clock that jumps a second per reading: the budget runs out at the first look.
+    result = solve(deal("par-19"), budget=0.5, clock=lambda: float(next(ticks)))
+    assert not result.proven
+    assert result.winnable in (True, None)
+    if result.score is not None:
+        assert replay("par-19", result.moves).score == result.score
+
+
+def test_a_winnable_seed_comes_with_a_replayed_winning_line() -> None:
+    seeds = iter(["pool-1", "pool-2"])
+    found = winnable_seed(lambda: next(seeds), budget=2.0)
+    assert found.seed == "pool-1"
+    game = replay(found.seed, found.line)
+    assert (game.status, game.score) == (Status.WON, found.score)
+
+
+def test_no_winnable_seed_when_no_deal_can_be_won() -> None:
+    # With no face-down card allowed, the first flip loses: no deal can be won.
+    hopeless = Ruleset(face_down_limit=0)
+    seeds = iter(["a", "b", "c"])
+    with pytest.raises(NoWinnableSeed):
+        winnable_seed(lambda: next(seeds), hopeless, budget=2.0, attempts=3)
+
+
+def test_moves_parse_back_from_notation() -> None:
+    # The CLI prints lines in move notation; they read back to the same positions.
+    result = par("0")
+    assert [parse_move(f"r{row}c{col}") for row, col in result.moves] == list(result.moves)
