@@ -883,6 +883,13 @@ def main(argv: list[str] | None = None) -> int:
     if not results:
         print("nothing ran", file=sys.stderr)
         return 1
+    for r in results:
+        if r["generator_cpu_percent"] > 85:
+            notes.append(
+                f"- {r['target']} at {r['racers']:,} racers: the load generator used "
+                f"{r['generator_cpu_percent']:.0f}% of its core, so its own queueing is in "
+                "these latencies."
+            )
     print(table(results))
     for line in ratios(results) + notes:
         print(line)

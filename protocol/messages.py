@@ -72,7 +72,7 @@ class SeedPolicy(StrEnum):
     RANDOM = "random"
     """Any seed: some deals cannot be won."""
     WINNABLE = "winnable"
-    """A seed the server has checked can be won."""
+    """A seed the server has checked can be won; a server that cannot refuses it."""
 
 
 # ------------------------------------------------------------ common specs
