@@ -291,6 +291,8 @@ class TournamentState:
     round: int
     """Rounds started so far (the current one while it runs); 0 in an arena."""
     rounds: int
+    time_limit: int
+    """Seconds each race lasts at most (a game not finished counts this much time)."""
     standings: tuple[TournamentStanding, ...]
     races: tuple[TournamentRaceInfo, ...]
     """The races in progress, to ``spectate`` for live progress."""
@@ -323,6 +325,7 @@ register(
     ending=Bool(),
     round=Int(0, MAX_ROUNDS),
     rounds=Int(0, MAX_ROUNDS),
+    time_limit=Int(1, 86_400),
     standings=Array(Struct(TournamentStanding), MAX_ENTRANTS),
     races=Array(Struct(TournamentRaceInfo), MAX_ENTRANTS),
     server_time=MILLIS,
@@ -386,6 +389,7 @@ _STATE = TournamentState(
     ending=False,
     round=2,
     rounds=3,
+    time_limit=300,
     standings=(
         TournamentStanding(
             place=1,

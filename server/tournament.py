@@ -776,7 +776,7 @@ class Tournament:
             entrant.race_id = None
             entrant.free_since = at
         if race.round == 0:
-            self._score(result.racers, race.round, {result.race_id: result})
+            self._score(race.round, {result.race_id: result})
             for entry in result.racers:
                 if is_no_show(entry):
                     self.entrants[entry.racer_id].available = False
@@ -784,30 +784,15 @@ class Tournament:
         round_races = [r for r in self.races.values() if r.round == race.round]
         if all(r.result is not None for r in round_races):
             results = {r.race_id: r.result for r in round_races if r.result is not None}
-            entries = [entry for r in results.values() for entry in r.racers]
-            self._score(entries, race.round, results)
+            self._score(race.round, results)
 
-    def _score(
-        self, entries: Sequence[RacerResult], number: int, results: dict[str, RaceResult]
-    ) -> None:
-        """Give each entrant in ``entries`` its points: one per showing entrant ranked below."""
-        race_of = {entry.racer_id: race_id for race_id, r in results.items() for entry in r.racers}
-        shown = [standing_key(entry) for entry in entries if not is_no_show(entry)]
-        for entry in entries:
-            entrant = self.entrants.get(entry.racer_id)
-            if entrant is None:
-                continue
-            if is_no_show(entry):
-                points, outcome = 0, NO_SHOW
-            else:
-                key = standing_key(entry)
-                points, outcome = sum(1 for other in shown if other > key), entry.outcome.value
-            time = entry.finish_time
-            if time is None:
-                time = self.settings.time_limit
-            entrant.games.append(
-                GameScore(race_of[entry.racer_id], number, points, entry.score or 0, time, outcome)
-            )
+    def _score(self, number: int, results: dict[str, RaceResult]) -> None:
+        """Add to each entrant what it scored in ``results`` (one scoring group)."""
+        scores = score_games(list(results.values()), number, self.settings.time_limit)
+        for entrant_id, game in scores.items():
+            entrant = self.entrants.get(entrant_id)
+            if entrant is not None:
+                entrant.games.append(game)
 
     # ------------------------------------------------------------ internal
 
@@ -860,6 +845,40 @@ class Tournament:
         if self.seed_source is None:
             raise RuntimeError("this tournament was given no seed source")
         return self.seed_source()
+
+
+def score_games(
+    results: Sequence[RaceResult], number: int, time_limit: float
+) -> dict[str, GameScore]:
+    """What each racer of ``results`` scores, the races being one scoring group: one round's
+    races (all on the round's seed), or one arena race.
+
+    A racer who made a move scores one point per racer of the group who made a move and
+    ranks strictly below it by the race standings rule; a no-show scores nothing. A game's
+    time is its finish time, or ``time_limit`` if it did not finish.
+    """
+    race_of = {entry.racer_id: r.race_id for r in results for entry in r.racers}
+    entries = [entry for r in results for entry in r.racers]
+    shown = [_scoring_key(entry) for entry in entries if not is_no_show(entry)]
+    scores = {}
+    for entry in entries:
+        if is_no_show(entry):
+            points, outcome = 0, NO_SHOW
+        else:
+            key = _scoring_key(entry)
+            points, outcome = sum(1 for other in shown if other > key), entry.outcome.value
+        time = entry.finish_time if entry.finish_time is not None else time_limit
+        scores[entry.racer_id] = GameScore(
+            race_of[entry.racer_id], number, points, entry.score or 0, time, outcome
+        )
+    return scores
+
+
+def _scoring_key(entry: RacerResult) -> tuple[int, float, float, float]:
+    """The race standings rule, with finish times to the millisecond: the precision results
+    are published with, so that anyone recomputing the points from them gets the same."""
+    group, score, finish, played = standing_key(entry)
+    return (group, score, round(finish, 3), played)
 
 
 def is_no_show(entry: RacerResult) -> bool:

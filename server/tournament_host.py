@@ -253,11 +253,7 @@ class TournamentDesk:
                 self._queue(None, lambda: broadcast([connection], encode_tournament(state)))
             case ExportTournament(tournament=code, id=reply_to):
                 tournament = self._find(code)
-                export = TournamentExport(
-                    state=self.state_message(tournament, None, None),
-                    games=tuple(finished_games(tournament)),
-                    reply_to=reply_to,
-                )
+                export = tournament_export(tournament, self._now(), reply_to)
                 self._queue(None, lambda: broadcast([connection], encode_tournament(export)))
 
     def _create(self, connection: ServerConnection, options: Any, reply_to: int | None) -> None:
@@ -379,39 +375,7 @@ class TournamentDesk:
         self, tournament: Tournament, you: str | None = None, reply_to: int | None = None
     ) -> TournamentState:
         """The ``tournament`` message for ``tournament`` now."""
-        return TournamentState(
-            tournament=tournament.code,
-            name=tournament.settings.name,
-            format=tournament.format,
-            status=tournament.status,
-            paused=tournament.paused,
-            ending=tournament.ending,
-            round=tournament.round,
-            rounds=tournament.settings.rounds,
-            standings=tuple(
-                TournamentStanding(
-                    place=line.place,
-                    tied=line.tied,
-                    entrant=line.entrant_id,
-                    name=line.name,
-                    bot=line.bot,
-                    state=line.state,
-                    points=line.points,
-                    stock_left=line.stock_left,
-                    time_ms=round(line.time * 1000),
-                    games=line.games,
-                )
-                for line in tournament.standings()
-            ),
-            races=tuple(
-                TournamentRaceInfo(race=r.race_id, round=r.round, racers=r.entrants, finished=False)
-                for r in tournament.races_in_progress()
-            ),
-            server_time=millis(self._now()),
-            ends_at=None if tournament.ends_at is None else millis(tournament.ends_at),
-            you=you,
-            reply_to=reply_to,
-        )
+        return tournament_state(tournament, self._now(), you, reply_to)
 
     def _adopt(self, tournament: Tournament) -> None:
         self.tournaments[tournament.code] = tournament
@@ -484,6 +448,57 @@ class TournamentDesk:
 
     def _now(self) -> float:
         return self.server.config.clock()
+
+
+def tournament_state(
+    tournament: Tournament, now: float, you: str | None = None, reply_to: int | None = None
+) -> TournamentState:
+    """The ``tournament`` message for ``tournament`` at time ``now``."""
+    return TournamentState(
+        tournament=tournament.code,
+        name=tournament.settings.name,
+        format=tournament.format,
+        status=tournament.status,
+        paused=tournament.paused,
+        ending=tournament.ending,
+        round=tournament.round,
+        rounds=tournament.settings.rounds,
+        time_limit=max(1, round(tournament.settings.time_limit)),
+        standings=tuple(
+            TournamentStanding(
+                place=line.place,
+                tied=line.tied,
+                entrant=line.entrant_id,
+                name=line.name,
+                bot=line.bot,
+                state=line.state,
+                points=line.points,
+                stock_left=line.stock_left,
+                time_ms=round(line.time * 1000),
+                games=line.games,
+            )
+            for line in tournament.standings()
+        ),
+        races=tuple(
+            TournamentRaceInfo(race=r.race_id, round=r.round, racers=r.entrants, finished=False)
+            for r in tournament.races_in_progress()
+        ),
+        server_time=millis(now),
+        ends_at=None if tournament.ends_at is None else millis(tournament.ends_at),
+        you=you,
+        reply_to=reply_to,
+    )
+
+
+def tournament_export(
+    tournament: Tournament, now: float, reply_to: int | None = None
+) -> TournamentExport:
+    """The ``tournament_export`` message: the state now and every finished race."""
+    return TournamentExport(
+        state=tournament_state(tournament, now),
+        games=tuple(finished_games(tournament)),
+        reply_to=reply_to,
+    )
 
 
 def finished_games(tournament: Tournament) -> list[RaceFinished]:

@@ -19,9 +19,17 @@ from client.bots import RacerView, get_strategy
 from engine import Card, Position, Ruleset
 from protocol import CardToPlace, Error, Place
 from protocol.tournament import (
+    CreateTournament,
+    ExportTournament,
+    HostAction,
     JoinTournament,
     TournamentClientMessage,
+    TournamentControl,
+    TournamentCreated,
+    TournamentExport,
+    TournamentOptions,
     TournamentState,
+    TournamentStatus,
     WatchTournament,
     encode_tournament,
 )
@@ -143,6 +151,64 @@ class BotPlayer(Player):
         await asyncio.sleep(self.pace)
         place = Place(race=card.race, move=card.move, row=move[0], col=move[1])
         await self.client.send(place)
+
+
+class Host(Player):
+    """The host's connection: creates the tournament and controls it with the token."""
+
+    code = ""
+    token = ""
+
+    @classmethod
+    async def start(cls, url: str, name: str = "host") -> Host:
+        """Connect as a person (the host is no bot)."""
+        player = await Player.connect(url, name, bot=False)
+        return cls(player.client, name)
+
+    async def create(self, **options: object) -> str:
+        """Create a tournament with ``options``, keep its code and token, and watch it."""
+        create = CreateTournament(options=TournamentOptions(**options), id=1)  # type: ignore[arg-type]
+        await self.send(create)
+        while True:
+            message = await self.receive()
+            if isinstance(message, TournamentCreated):
+                self.code, self.token = message.tournament, message.host_token
+                await self.watch(self.code)
+                return self.code
+
+    async def control(
+        self, action: HostAction, token: str | None = None, entrant: str | None = None
+    ) -> None:
+        """Send a host action (with the host's token unless ``token`` is given)."""
+        await self.send(
+            TournamentControl(
+                tournament=self.code,
+                host_token=token or self.token,
+                action=action,
+                entrant=entrant,
+                id=self.client.next_id(),
+            )
+        )
+
+    async def export(self) -> TournamentExport:
+        """Ask for the tournament's export."""
+        await self.send(ExportTournament(tournament=self.code, id=self.client.next_id()))
+        while True:
+            message = await self.receive()
+            if isinstance(message, TournamentExport):
+                return message
+
+
+def round_over(number: int) -> Callable[[TournamentState], bool]:
+    """Whether a state shows round ``number`` over (every entrant scored for it)."""
+    return lambda s: (
+        s.round == number
+        and not s.races
+        and (
+            s.status is TournamentStatus.FINISHED
+            or all(line.games >= number for line in s.standings)
+        )
+    )
 
 
 async def wait_all(*tasks: asyncio.Task[None]) -> None:

@@ -6,84 +6,16 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-import pytest
-
 from protocol import ErrorCode
 from protocol.result import verify_result
 from protocol.tournament import (
-    CreateTournament,
-    ExportTournament,
     HostAction,
-    TournamentControl,
-    TournamentCreated,
-    TournamentExport,
     TournamentFormat,
-    TournamentOptions,
     TournamentStatus,
 )
-from server.config import ServerConfig
+from server.tournament_export import document_from, verify_document
 from tests.conftest import LiveServer, fast_config, start_live_server
-from tests.tournament.players import BotPlayer, Player, wait_all
-
-
-@pytest.fixture
-def server_config(tmp_path: Path) -> ServerConfig:
-    """Bots answer at machine speed: no rate limit in the way."""
-    return dataclasses.replace(
-        fast_config(tmp_path / "foursquare.db"), rate_per_second=1000.0, rate_burst=1000
-    )
-
-
-class Host(Player):
-    """The host's connection: creates the tournament and controls it with the token."""
-
-    code = ""
-    token = ""
-
-    @classmethod
-    async def start(cls, url: str, name: str = "host") -> Host:
-        player = await Player.connect(url, name, bot=False)
-        return cls(player.client, name)
-
-    async def create(self, **options: object) -> str:
-        await self.send(CreateTournament(options=TournamentOptions(**options), id=1))  # type: ignore[arg-type]
-        while True:
-            message = await self.receive()
-            if isinstance(message, TournamentCreated):
-                self.code, self.token = message.tournament, message.host_token
-                await self.watch(self.code)
-                return self.code
-
-    async def control(
-        self, action: HostAction, token: str | None = None, entrant: str | None = None
-    ) -> None:
-        await self.send(
-            TournamentControl(
-                tournament=self.code,
-                host_token=token or self.token,
-                action=action,
-                entrant=entrant,
-                id=self.client.next_id(),
-            )
-        )
-
-    async def export(self) -> TournamentExport:
-        await self.send(ExportTournament(tournament=self.code, id=self.client.next_id()))
-        while True:
-            message = await self.receive()
-            if isinstance(message, TournamentExport):
-                return message
-
-
-def round_over(number: int) -> object:
-    return lambda s: (
-        s.round == number
-        and not s.races
-        and (
-            s.status is TournamentStatus.FINISHED
-            or all(line.games >= number for line in s.standings)
-        )
-    )
+from tests.tournament.players import BotPlayer, Host, round_over, wait_all
 
 
 async def test_three_rounds_with_six_bots_from_creation_to_final_standings(
@@ -104,7 +36,7 @@ async def test_three_rounds_with_six_bots_from_creation_to_final_standings(
     players = [asyncio.create_task(bot.play(finished)) for bot in bots]
     for number in (1, 2, 3):
         await host.control(HostAction.START)
-        state = await host.until(round_over(number))  # type: ignore[arg-type]
+        state = await host.until(round_over(number))
     await wait_all(*players)
     assert state.status is TournamentStatus.FINISHED
     assert [line.games for line in state.standings] == [3] * 6
@@ -116,6 +48,7 @@ async def test_three_rounds_with_six_bots_from_creation_to_final_standings(
     assert len(export.games) == 6, "two races of three in each of three rounds"
     for game in export.games:
         assert verify_result(game.to_result()).ok
+    assert verify_document(document_from(export)) == []
     seeds = {game.race.rsplit("-", 1)[0]: game.seed for game in export.games}
     for game in export.games:
         assert game.seed == seeds[game.race.rsplit("-", 1)[0]], "a round's races share a seed"
@@ -192,6 +125,7 @@ async def test_an_arena_of_three_minutes_on_an_injected_clock(tmp_path: Path) ->
         assert len(export.games) >= 4, "races kept forming while the window was open"
         assert all(len(game.standings) <= 3 for game in export.games)
         assert all(verify_result(game.to_result()).ok for game in export.games)
+        assert verify_document(document_from(export)) == [], "the games give the standings"
         assert ends_at is not None
         assert all(game.started_at <= ends_at for game in export.games)
         assert sum(line.games for line in state.standings) == sum(

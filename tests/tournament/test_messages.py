@@ -46,6 +46,7 @@ def state() -> TournamentState:
         ending=False,
         round=0,
         rounds=0,
+        time_limit=60,
         standings=(line,),
         races=(),
         server_time=5,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from protocol.result import verify_result
 from protocol.tournament import HostAction, TournamentState, TournamentStatus
+from server.tournament_export import document_from, verify_document
 from tests.conftest import run_server_process
-from tests.tournament.players import BotPlayer, wait_all
-from tests.tournament.test_live import Host, round_over
+from tests.tournament.players import BotPlayer, Host, round_over, wait_all
 
 #: Under the server's default rate limit of 20 messages a second.
 PACE = 0.06
@@ -35,7 +35,7 @@ async def test_a_tournament_killed_between_and_during_rounds_goes_on(tmp_path: P
         ]
         playing = [asyncio.create_task(bot.play(finished)) for bot in bots]
         await host.control(HostAction.START)
-        after_round_one = await host.until(round_over(1))  # type: ignore[arg-type]
+        after_round_one = await host.until(round_over(1))
         round_one = (await host.export()).games
         token = host.token
         server.kill()  # between rounds
@@ -66,7 +66,7 @@ async def test_a_tournament_killed_between_and_during_rounds_goes_on(tmp_path: P
         for bot in bots:
             await bot.reconnect(server.url)
         playing = [asyncio.create_task(bot.play(finished)) for bot in bots]
-        await host.until(round_over(2))  # type: ignore[arg-type]
+        await host.until(round_over(2))
         await host.control(HostAction.START)
         final = await host.until(finished)
         await wait_all(*playing)
@@ -74,6 +74,7 @@ async def test_a_tournament_killed_between_and_during_rounds_goes_on(tmp_path: P
         export = await host.export()
         assert len(export.games) == 6
         assert all(verify_result(game.to_result()).ok for game in export.games)
+        assert verify_document(document_from(export)) == []
         assert export.games[:2] == round_one, "round one's records came through untouched"
         for bot in bots:
             await bot.close()
