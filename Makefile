@@ -29,6 +29,9 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.engine --write
+	# Bounded samples (about 4 minutes); docs/performance.md records the full-size runs.
+	$(BIN)/python -m bench.solver --seeds 100 --budget 2
+	$(BIN)/python -m bench.bots --games 300 --strong-games 100
 
 bench-load: $(STAMP)
 	$(BIN)/python -m bench.load --write

@@ -56,6 +56,8 @@ class Par:
     proven: bool
     nodes: int
     seconds: float
+    first_line_seconds: float | None = None
+    """When the first winning line was found, in seconds from the start (``None``: never)."""
 
     @property
     def winnable(self) -> bool | None:
@@ -232,40 +234,50 @@ def solve(
     search = _Search(ranks, rules, deadline, clock)
     fewest = rules.grid_size**2
     best: list[int] = []
+    first_found: float | None = None
     proven = False
+
+    def keep(line: list[int]) -> None:
+        nonlocal best, first_found
+        if line:
+            best = line[:]
+            first_found = clock() if first_found is None else first_found
+
     try:
         # Most deals are won with the fewest cards, and a short first try usually finds
         # that line; its failed positions stay in the table for the full pass below.
         search.node_limit = QUICK_NODES
         try:
             if search.win_within(fewest):
-                best, proven = search.line[:], True
+                keep(search.line)
+                proven = True
         except _OutOfNodes:
             pass
         search.node_limit = None
         if not proven:
-            best = beam_line(ranks, rules, search)
+            keep(beam_line(ranks, rules, search))
             proven = len(best) == fewest
         if not proven and not prove:
             if not best:
                 proven = not search.win_within(len(ranks))
-                best = search.line[:]
+                keep(search.line)
         elif not proven:
             if search.win_within(fewest):
-                best = search.line[:]
+                keep(search.line)
             else:
                 # Close in from above: each success shortens the line, the first
                 # failure proves the last line optimal (or, with no line, no win).
                 cards = (len(best) if best else len(ranks) + 1) - 1
                 while cards > fewest and search.win_within(cards):
-                    best = search.line[:]
+                    keep(search.line)
                     cards = len(best) - 1
             proven = True
     except _OutOfTime:
         pass
     positions = tuple(search.board.position(cell) for cell in best)
     score = _checked_score(stock, rules, positions) if best else None
-    return Par(score, positions, proven, search.nodes, clock() - start)
+    first_seconds = None if first_found is None else first_found - start
+    return Par(score, positions, proven, search.nodes, clock() - start, first_seconds)
 
 
 #: How many positions the beam keeps at each card.

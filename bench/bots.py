@@ -1,0 +1,115 @@
+"""Bots: win rate, mean score and time per move over seeded deals, and the gap to par.
+
+Every strategy plays the same deals (seeds ``bots-0``, ``bots-1``, ...) through the real
+engine, seeing only a :class:`~client.bots.RacerView`. Losses score 0 in the mean. The
+gap to par compares the mean score with the mean par of the same deals (par found with
+the whole stock known, within ``--par-budget``; an unproven par is a lower bound).
+
+Run: ``python -m bench.bots [--games N] [--strong-games N] [--budget S] [--write]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import dataclass
+
+from bench.report import machine_line, markdown_table, update_section
+from client.bots import RacerView, Strategy, get_strategy
+from engine import Game
+from engine.solver import par
+
+
+@dataclass
+class Record:
+    """One strategy's results."""
+
+    name: str
+    games: int = 0
+    wins: int = 0
+    score_total: int = 0
+    moves: int = 0
+    seconds: float = 0.0
+    slowest_move: float = 0.0
+
+    def play(self, bot: Strategy, seed: str) -> int:
+        """Play one deal; returns the score (0 for a loss)."""
+        game = Game.new(seed)
+        while not game.is_over():
+            view = RacerView.from_game(game)
+            start = time.perf_counter()
+            move = bot.choose(view)
+            spent = time.perf_counter() - start
+            self.seconds += spent
+            self.slowest_move = max(self.slowest_move, spent)
+            self.moves += 1
+            game.play(move)
+        score = game.score or 0
+        self.games += 1
+        self.wins += game.score is not None
+        self.score_total += score
+        return score
+
+    def row(self, mean_par: float | None) -> list[str]:
+        mean = self.score_total / self.games
+        gap = f"{mean_par - mean:.2f}" if mean_par is not None else ""
+        return [
+            f"`{self.name}`",
+            str(self.games),
+            f"{self.wins / self.games:.1%}",
+            f"{mean:.2f}",
+            gap,
+            f"{self.seconds / self.moves * 1000:.2f}",
+            f"{self.slowest_move * 1000:.0f}",
+        ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--games", type=int, default=1000, help="deals for random and greedy")
+    parser.add_argument(
+        "--strong-games", type=int, default=1000, help="deals for expectimax (the slow one)"
+    )
+    parser.add_argument("--budget", type=float, default=0.05, help="expectimax seconds per move")
+    parser.add_argument(
+        "--par-budget", type=float, default=0.5, help="solver seconds per deal for the gap to par"
+    )
+    parser.add_argument("--write", action="store_true", help="update docs/performance.md")
+    args = parser.parse_args()
+
+    plans: list[tuple[Strategy, int]] = [
+        (get_strategy("random", seed=1), args.games),
+        (get_strategy("greedy"), args.games),
+        (get_strategy("expectimax", budget=args.budget), args.strong_games),
+    ]
+    most = max(games for _, games in plans)
+    pars = [par(f"bots-{i}", budget=args.par_budget) for i in range(most)]
+    rows = []
+    for bot, games in plans:
+        record = Record(bot.name)
+        for i in range(games):
+            record.play(bot, f"bots-{i}")
+        mean_par = statistics.mean(p.score or 0 for p in pars[:games]) if games else None
+        print(record.row(mean_par), flush=True)
+        rows.append(record.row(mean_par))
+    header = ["strategy", "deals", "wins", "mean score", "gap to par", "ms/move", "slowest ms"]
+    proven = sum(p.proven for p in pars)
+    command = (
+        f"python -m bench.bots --games {args.games} --strong-games {args.strong_games} "
+        f"--budget {args.budget:g} --par-budget {args.par_budget:g}"
+    )
+    text = (
+        f"{markdown_table(header, rows)}\n\n"
+        f"Mean par of the first {most} deals: {statistics.mean(p.score or 0 for p in pars):.2f} "
+        f"({proven} of {most} proven within {args.par_budget:g} s; the rest are lower bounds, "
+        f"so the gaps are if anything understated). Expectimax budget {args.budget:g} s per "
+        f"move. Command: `{command}` ({machine_line()})."
+    )
+    print(text)
+    if args.write:
+        update_section("bots", text)
+
+
+if __name__ == "__main__":
+    main()
