@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 import protocol
+from engine.solver import NoWinnableSeed, winnable_seed
 from protocol import (
     PROTOCOL_VERSION,
     ClientMessage,
@@ -439,7 +440,10 @@ class RaceServer:
         try:
             if self.stopping:
                 raise _Refused(ErrorCode.SHUTTING_DOWN, "the server is shutting down")
-            self._dispatch(connection, session, message, received_at)
+            if isinstance(message, protocol.CreateRace):
+                await self._on_create_race(connection, session, message)
+            else:
+                self._dispatch(connection, session, message, received_at)
         except (_Refused, core.RaceError) as refusal:
             code = (
                 ErrorCode(refusal.code.value)
@@ -514,8 +518,6 @@ class RaceServer:
                 self._on_list_races(connection, session, message)
             case protocol.QuickRace():
                 self._on_quick_race(connection, session, message)
-            case protocol.CreateRace():
-                self._on_create_race(connection, session, message)
             case protocol.JoinRace():
                 self._on_join_race(connection, session, message)
             case protocol.LeaveRace():
@@ -579,22 +581,32 @@ class RaceServer:
             host = self.open_race(self._quick_options())
         self._join(connection, session, host, message.id)
 
-    def _on_create_race(
+    async def _on_create_race(
         self, connection: ServerConnection, session: Session, message: protocol.CreateRace
     ) -> None:
         self._check_free_to_join(session)
         wire: protocol.RaceOptions = message.options
-        if wire.seed_policy is not SeedPolicy.RANDOM:
-            raise _Refused(
-                ErrorCode.BAD_MESSAGE,
-                "create_race.options.seed_policy: this server deals random seeds only",
-            )
         try:
             options = race_options(wire, self.config.progress_interval)
         except ValueError as error:
             raise _Refused(ErrorCode.BAD_MESSAGE, f"create_race.options: {error}") from None
-        host = self.open_race(options)
+        seed = None
+        if wire.seed_policy is SeedPolicy.WINNABLE:
+            seed = await self._winnable_seed(options)
+            self._check_free_to_join(session)  # still true: this connection waited for us
+        host = self.open_race(options, seed=seed)
         self._join(connection, session, host, message.id)
+
+    async def _winnable_seed(self, options: core.RaceOptions) -> str:
+        """A fresh seed the solver has found a winning line for (in a worker thread: the
+        search takes milliseconds on most deals, up to its budget on a hard one)."""
+        try:
+            found = await asyncio.to_thread(
+                winnable_seed, self.config.seed_source, options.ruleset
+            )
+        except NoWinnableSeed as error:
+            raise _Refused(ErrorCode.SERVER_BUSY, f"no winnable deal found: {error}") from None
+        return found.seed
 
     def _on_join_race(
         self, connection: ServerConnection, session: Session, message: protocol.JoinRace

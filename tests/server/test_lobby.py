@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from engine import deal
+from engine.solver import solve
 from protocol import (
     CardToPlace,
     ClientMessage,
@@ -27,7 +29,9 @@ from protocol import (
     RaceSnapshot,
     RaceState,
     Ready,
+    Resign,
     Role,
+    SeedPolicy,
 )
 from server.config import ServerConfig
 from tests.conftest import LiveServer, fast_config, start_live_server
@@ -153,3 +157,13 @@ async def test_an_idle_connection_is_closed(tmp_path: Path) -> None:
             while True:
                 await idle.receive()
         assert idle.connection.close_code == CloseCode.IDLE_TIMEOUT
+
+
+async def test_a_race_asked_for_a_winnable_deal_gets_one(live_server: LiveServer) -> None:
+    (ann,) = await racers(live_server, "ann")
+    options = RaceOptions(max_racers=1, min_racers=1, seed_policy=SeedPolicy.WINNABLE)
+    await ann.send(CreateRace(options=options, id=1))
+    race = (await ann.expect(RaceSnapshot)).race
+    await ann.send(Resign(race=race, id=2))
+    finished = await ann.expect(RaceFinished)
+    assert solve(deal(finished.seed), budget=10.0, prove=False).score is not None
