@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from protocol import (
 )
 from server.config import ServerConfig
 from tests.conftest import LiveServer, fast_config, start_live_server
-from tests.server.wire_client import WireClient
+from tests.server.wire_client import TIMEOUT, WireClient
 
 
 @pytest.fixture
@@ -95,19 +96,30 @@ async def test_open_public_races_are_listed_and_private_ones_are_not(
     assert listing.reply_to == 7
 
 
+async def seats_taken(lister: WireClient, race: str) -> int:
+    await lister.send(ListRaces(id=lister.next_id()))
+    listing = await lister.expect(RaceList)
+    return next(r.racers for r in listing.races if r.race == race)
+
+
 async def test_leaving_or_dropping_out_of_a_lobby_frees_the_seat(live_server: LiveServer) -> None:
-    ann, bob = await racers(live_server, "ann", "bob")
+    ann, bob, cy = await racers(live_server, "ann", "bob", "cy")
     await ann.send(QuickRace(id=1))
     race = (await ann.expect(RaceSnapshot)).race
     await bob.send(JoinRace(race=race, id=1))
     await bob.expect(RaceSnapshot)
+    assert await seats_taken(cy, race) == 2
     await bob.send(LeaveRace(race=race, id=2))
     await bob.expect(Ok, in_reply_to="leave_race")
+    assert await seats_taken(cy, race) == 1
     await bob.send(JoinRace(race=race, id=3))
     await bob.expect(RaceSnapshot, reply_to=3)
+    assert await seats_taken(cy, race) == 2
     await bob.close()
-    alone = await ann.expect(RaceSnapshot, state=RaceState.LOBBY)
-    assert [r.racer for r in alone.racers] == [ann.racer_id]
+    # The server notices the closed connection on its own time: ask until it has.
+    async with asyncio.timeout(TIMEOUT):
+        while await seats_taken(cy, race) != 1:
+            await asyncio.sleep(0.02)
 
 
 async def test_requests_out_of_place_are_refused_with_their_codes(live_server: LiveServer) -> None:
