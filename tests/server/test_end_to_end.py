@@ -8,15 +8,19 @@ import json
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from cli.main import main as foursquare
 from engine import Position, deal
 from protocol import (
     Boards,
     CardToPlace,
+    CloseCode,
     CreateRace,
     Error,
     ErrorCode,
+    Hello,
     JoinRace,
     MovePlaced,
     Ok,
@@ -32,13 +36,15 @@ from protocol import (
     Role,
     ServerMessage,
     Spectate,
+    decode_server,
+    encode,
     encode_wire,
 )
 from protocol.result import verify_result
 from server.config import ServerConfig
 from tests.conftest import LiveServer, fast_config
 from tests.server.known_games import WON_SEED, conformance_game
-from tests.server.wire_client import WireClient
+from tests.server.wire_client import TIMEOUT, WireClient
 
 WON_MOVES = conformance_game(WON_SEED)[1]
 STOCK = deal(WON_SEED)
@@ -214,9 +220,14 @@ async def test_a_racer_reconnects_with_its_token_and_finds_its_race_as_it_left_i
     await bob.close()
 
 
-async def test_a_wrong_token_is_refused(live_server: LiveServer) -> None:
-    with pytest.raises(AssertionError):
-        await WireClient.connect(live_server.url, "mallory", resume="A" * 22)
+async def test_a_wrong_token_is_refused_and_closed(live_server: LiveServer) -> None:
+    async with connect(live_server.url) as mallory:
+        await mallory.send(encode(Hello(name="mallory", bot=False, resume="A" * 22, id=1)))
+        refusal = decode_server(await asyncio.wait_for(mallory.recv(), TIMEOUT))
+        assert isinstance(refusal, Error) and refusal.code is ErrorCode.INVALID_TOKEN
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(mallory.recv(), TIMEOUT)
+        assert mallory.close_code == CloseCode.INVALID_TOKEN
 
 
 async def test_a_spectator_sees_boards_behind_the_fog_during_the_race_and_all_after(
