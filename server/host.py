@@ -216,7 +216,11 @@ class RaceHost:
             timeout = None if deadline is None else max(0.0, deadline - self._clock())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
-            self.apply(core.Tick())
+            try:
+                self.apply(core.Tick())
+            except Exception as error:  # a clock that dies silently would freeze the race
+                log_event("internal_error", logging.ERROR, race=self.race_id, error=repr(error))
+                return
 
     async def _pump(self) -> None:
         while (item := await self._outbox.get()) is not None:
@@ -230,7 +234,10 @@ class RaceHost:
                     log_event("journal_error", logging.ERROR, race=self.race_id, error=repr(error))
                     self._on_journal_failure(error)
                     return
-            self._deliver(item)
+            try:
+                self._deliver(item)
+            except Exception as error:  # one bad message must not stop the race's outbox
+                log_event("internal_error", logging.ERROR, race=self.race_id, error=repr(error))
 
     def _deliver(self, item: _Outgoing) -> None:
         for connection, answer in item.direct:
