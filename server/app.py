@@ -92,7 +92,8 @@ class RaceServer:
     @property
     def url(self) -> str:
         """The websocket URL clients connect to."""
-        return f"ws://{self.config.host}:{self.port}"
+        host = self.config.host
+        return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
 
     @property
     def journal(self) -> Journal:
