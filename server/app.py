@@ -732,13 +732,11 @@ class RaceServer:
         if session.role is not Role.PLAYER:
             raise _Refused(ErrorCode.WRONG_ROLE, "a spectator cannot race: say hello as a player")
         host = self.hosts.get(session.race_id) if session.race_id else None
-        if host is None or host.race.phase is core.Phase.FINISHED:
-            return
-        if host.race.has_racer(session.session_id):
+        if host is not None and host.race.is_busy(session.session_id):
             raise _Refused(
-                    ErrorCode.ALREADY_JOINED,
-                    f"you are already in race {host.race_id}: leave or finish it first",
-                )
+                ErrorCode.ALREADY_JOINED,
+                f"you are already in race {host.race_id}: leave or finish it first",
+            )
 
     def _find(self, race: str) -> RaceHost:
         host = self.hosts.get(race.upper())

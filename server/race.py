@@ -443,6 +443,14 @@ class Race:
         """Whether ``racer_id`` is in this race."""
         return racer_id in self._racers
 
+    def is_busy(self, racer_id: str) -> bool:
+        """Whether ``racer_id`` is tied to this race: seated before the start, or still
+        playing. A racer whose game is over may go and race elsewhere."""
+        racer = self._racers.get(racer_id)
+        if racer is None or self.phase is Phase.FINISHED:
+            return False
+        return self.phase is not Phase.RUNNING or racer.outcome is None
+
     @property
     def is_open(self) -> bool:
         """Whether a new racer may join now."""

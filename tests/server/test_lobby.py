@@ -179,3 +179,20 @@ async def test_a_race_asked_for_a_winnable_deal_gets_one(live_server: LiveServer
     await ann.send(Resign(race=race, id=2))
     finished = await ann.expect(RaceFinished)
     assert solve(deal(finished.seed), budget=10.0, prove=False).score is not None
+
+
+async def test_a_racer_whose_game_is_over_may_race_again_while_others_play_on(
+    live_server: LiveServer,
+) -> None:
+    ann, bob = await racers(live_server, "ann", "bob")
+    await ann.send(CreateRace(options=RaceOptions(max_racers=2, countdown=0), id=1))
+    race = (await ann.expect(RaceSnapshot)).race
+    await bob.send(JoinRace(race=race, id=1))
+    await ann.expect(CardToPlace)
+    await ann.send(QuickRace(id=2))
+    assert (await ann.expect(Error)).code is ErrorCode.ALREADY_JOINED
+    await ann.send(Resign(race=race, id=3))
+    await ann.expect(Ok, in_reply_to="resign")
+    await ann.send(QuickRace(id=4))
+    fresh = await ann.expect(RaceSnapshot, reply_to=4)
+    assert fresh.race != race and fresh.you == ann.racer_id
