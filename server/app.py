@@ -49,6 +49,9 @@ from server.tournament_host import TournamentDesk
 
 SERVER_INFO = protocol.ServerInfo(name="foursquare", version="0.1.0")
 
+#: At most this many open races in one ``races`` answer: a lobby shows a page, not a census.
+LISTED_RACES = 100
+
 # Race ids double as the codes people type to join: no 0/O or 1/I/L to confuse.
 _CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 _CODE_LENGTH = 8
@@ -566,7 +569,7 @@ class RaceServer:
             )
             for host in self.hosts.values()
             if host.race.options.public and host.race.is_open
-        ][: self.limits.max_array_len]
+        ][:LISTED_RACES]
         self._send(connection, protocol.RaceList(races=tuple(summaries), reply_to=message.id))
 
     def _on_quick_race(
