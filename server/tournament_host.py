@@ -14,7 +14,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import importlib
+import queue
 import secrets
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from websockets import broadcast
 from websockets.protocol import State
 
+from engine import Ruleset, deal
 from protocol import Error, ErrorCode, RaceFinished, Role
 from protocol.codec import encode
 from protocol.tournament import (
@@ -109,24 +112,45 @@ class _Outgoing:
     deliver: Callable[[], None]
 
 
-def winnable_seed_source(random_source: Callable[[], str]) -> Callable[[], str]:
-    """Seeds the par solver (``engine.solver``) has found winnable.
+class WinnableSeeds:
+    """Seeds the par solver (``engine.solver``) has proven winnable, found ahead of time.
 
-    Each candidate from ``random_source`` gets a short search; the first proven winnable
-    is dealt. Raises ``RuntimeError`` when this server has no solver.
+    A worker thread keeps ``ready`` of them in stock, so that dealing one seldom waits and
+    never holds up the event loop for a search. Raises ``RuntimeError`` when this server
+    has no solver.
     """
-    try:
-        solver: Any = importlib.import_module("engine.solver")
-    except ImportError:
-        raise RuntimeError("this server has no solver: winnable seeds are not available") from None
 
-    def draw() -> str:
+    def __init__(
+        self,
+        random_source: Callable[[], str],
+        rules: Ruleset = Ruleset(),
+        ready: int = 4,
+        budget: float = 0.5,
+    ):
+        try:
+            solver: Any = importlib.import_module("engine.solver")
+        except ImportError:
+            raise RuntimeError(
+                "this server has no solver: winnable seeds are not available"
+            ) from None
+        self._solve = solver.solve
+        self._rules = rules
+        self._random_source = random_source
+        self._budget = budget
+        self._ready: queue.Queue[str] = queue.Queue(maxsize=ready)
+        threading.Thread(target=self._fill, name="winnable-seeds", daemon=True).start()
+
+    def __call__(self) -> str:
+        """The next winnable seed."""
+        return self._ready.get()
+
+    def _fill(self) -> None:
         while True:
-            seed = random_source()
-            if solver.par(seed, budget=0.5).winnable:
-                return seed
-
-    return draw
+            seed = self._random_source()
+            # Unproven within the budget counts as not winnable: the promise is strict.
+            line = self._solve(deal(seed), self._rules, budget=self._budget, prove=False)
+            if line.winnable:
+                self._ready.put(seed)
 
 
 class TournamentDesk:
@@ -142,6 +166,7 @@ class TournamentDesk:
         self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._winnable: dict[Ruleset, WinnableSeeds] = {}
 
     # ------------------------------------------------------------ lifecycle
 
@@ -406,7 +431,10 @@ class TournamentDesk:
     def _seed_source(self, settings: TournamentSettings) -> Callable[[], str]:
         random_source = self.server.config.seed_source
         if settings.seed_policy == "winnable":
-            return winnable_seed_source(random_source)
+            rules = settings.ruleset
+            if rules not in self._winnable:
+                self._winnable[rules] = WinnableSeeds(random_source, rules)
+            return self._winnable[rules]
         return random_source
 
     def _queue(
