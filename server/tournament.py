@@ -490,6 +490,9 @@ class Tournament:
         self.settings = settings
         self.created_at = created_at
         self.seed_source = seed_source
+        self.is_present: Callable[[str], bool] = lambda entrant_id: True
+        """Whether an entrant can be reached now (the shell injects its sessions' view):
+        an arena pairs only entrants who are present."""
         self._host_token_hash = host_token_hash
         self.status = TournamentStatus.CREATED
         self.paused = False
@@ -833,7 +836,10 @@ class Tournament:
         return [
             e
             for e in self.entrants.values()
-            if e.state is EntrantState.ACTIVE and e.available and e.race_id is None
+            if e.state is EntrantState.ACTIVE
+            and e.available
+            and e.race_id is None
+            and self.is_present(e.entrant_id)
         ]
 
     def _by_standing(self, entrants: list[Entrant]) -> list[str]:

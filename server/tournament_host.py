@@ -403,6 +403,7 @@ class TournamentDesk:
         return tournament_state(tournament, self._now(), you, reply_to)
 
     def _adopt(self, tournament: Tournament) -> None:
+        tournament.is_present = self._is_connected
         self.tournaments[tournament.code] = tournament
         for race_id in tournament.races:
             self._by_race[race_id] = tournament
@@ -417,10 +418,11 @@ class TournamentDesk:
         self._watchers.setdefault(tournament.code, set()).add(connection)
 
     def _connected(self, tournament: Tournament) -> Iterable[str]:
-        for entrant_id in tournament.entrants:
-            session = self.server.sessions.get(entrant_id)
-            if session is not None and session.connection is not None:
-                yield entrant_id
+        return filter(self._is_connected, tournament.entrants)
+
+    def _is_connected(self, entrant_id: str) -> bool:
+        session = self.server.sessions.get(entrant_id)
+        return session is not None and session.connection is not None
 
     def _audience(self, tournament: Tournament) -> set[ServerConnection]:
         watchers = self._watchers.setdefault(tournament.code, set())

@@ -318,6 +318,16 @@ def test_an_arena_no_show_is_taken_out_of_pairing_until_available_again() -> Non
     assert tournament.entrants[absent].available
 
 
+def test_an_arena_pairs_only_entrants_who_are_present() -> None:
+    tournament = with_entrants(arena(race_size=2), "a", "b", "gone")
+    tournament.is_present = lambda entrant_id: entrant_id != "gone"
+    (race,) = orders(tournament.apply(StartNext(HOST), 0.0))
+    assert set(race.entrants) == {"a", "b"}
+    tournament.is_present = lambda entrant_id: True
+    tournament.apply(RecordResult(result_of(race, won("a", 2, 5.0), lost("b", 3))), 10.0)
+    assert "gone" in {e for r in tournament.races_in_progress() for e in r.entrants}
+
+
 # ----------------------------------------------------------------- replay
 
 
