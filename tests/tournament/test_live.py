@@ -10,12 +10,13 @@ from protocol import ErrorCode
 from protocol.result import verify_result
 from protocol.tournament import (
     HostAction,
+    JoinTournament,
     TournamentFormat,
     TournamentStatus,
 )
 from server.tournament_export import document_from, verify_document
 from tests.conftest import LiveServer, fast_config, start_live_server
-from tests.tournament.players import BotPlayer, Host, round_over, wait_all
+from tests.tournament.players import BotPlayer, Host, Player, round_over, wait_all
 
 
 async def test_three_rounds_with_six_bots_from_creation_to_final_standings(
@@ -134,3 +135,29 @@ async def test_an_arena_of_three_minutes_on_an_injected_clock(tmp_path: Path) ->
         for bot in bots:
             await bot.close()
         await host.close()
+
+
+async def test_the_host_removes_an_entrant_mid_round_and_the_round_still_ends(
+    live_server: LiveServer,
+) -> None:
+    host = await Host.start(live_server.url)
+    code = await host.create(name="strict cup", rounds=1, race_size=4, time_limit=600)
+    await host.control(HostAction.OPEN)
+    stays = [await BotPlayer.enter(live_server.url, f"bot{n}", code, seed=n) for n in range(2)]
+    # This entrant never moves: only its removal lets the round end before the time limit.
+    idle = await Player.connect(live_server.url, "idle")
+    await idle.send(JoinTournament(tournament=code, id=1))
+    await idle.until(lambda s: s.you == idle.player_id)
+    done = lambda s: s.status is TournamentStatus.FINISHED  # noqa: E731
+    playing = [asyncio.create_task(bot.play(done)) for bot in stays]
+    await host.control(HostAction.START)
+    await host.until(lambda s: bool(s.races))
+    await host.control(HostAction.REMOVE, entrant=idle.player_id)
+    final = await host.until(done)
+    await wait_all(*playing)
+    assert len(final.standings) == 2
+    assert idle.player_id not in {line.entrant for line in final.standings}
+    (game,) = (await host.export()).games
+    assert {s.racer: s.status.value for s in game.standings}[idle.player_id] == "resigned"
+    for player in (*stays, idle, host):
+        await player.close()
