@@ -28,6 +28,7 @@ from engine import Ruleset, deal
 from protocol import Error, ErrorCode, RaceFinished, Role
 from protocol.codec import encode
 from protocol.tournament import (
+    TOURNAMENT_CLIENT_MESSAGES,
     CreateTournament,
     ExportTournament,
     HostAction,
@@ -88,15 +89,7 @@ _CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 _CODE_LENGTH = 6
 
 #: Tournament messages a client may send, handled by :meth:`TournamentDesk.dispatch`.
-TOURNAMENT_REQUESTS = (
-    CreateTournament,
-    TournamentControl,
-    JoinTournament,
-    LeaveTournament,
-    SetArenaAvailable,
-    WatchTournament,
-    ExportTournament,
-)
+TOURNAMENT_REQUESTS = tuple(TOURNAMENT_CLIENT_MESSAGES.values())
 
 
 class _Refused(Exception):
