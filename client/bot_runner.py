@@ -17,6 +17,7 @@ from client.race_state import RaceTracker
 from protocol import (
     ClientMessage,
     Error,
+    ErrorCode,
     Place,
     RaceState,
     Ready,
@@ -26,6 +27,9 @@ from protocol import (
 )
 
 Sleep = Callable[[float], Awaitable[None]]
+
+RATE_LIMIT_PAUSE = 1.0
+"""Seconds a bot waits after the server says it sends too fast."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,8 @@ class Bot:
         self.pace = pace
         self.sleep = sleep
         self.tracker = RaceTracker()
+        self._ready_in: str | None = None
+        """The race the bot has said ready in (it says so once per race)."""
 
     async def run(self) -> BotResult:
         """Join, play until the race is over, and say how it went."""
@@ -90,12 +96,14 @@ class Bot:
                 await self.connection.send(self.request)
             return None
         if isinstance(message, Error):
-            mirror = self.tracker.mirror
-            if message.in_reply_to == "place" and mirror is not None:
-                mirror.pending = None
-                return None
             if message.in_reply_to in ("quick_race", "join_race", "create_race", "hello"):
                 return describe_error(message)
+            mirror = self.tracker.mirror
+            if message.in_reply_to in ("place", None) and mirror is not None:
+                mirror.pending = None  # refused or unread: think again and resend
+                if message.code is ErrorCode.RATE_LIMITED:
+                    await self.sleep(RATE_LIMIT_PAUSE)
+                await self._act()
             return None
         self.tracker.apply(message)
         await self._act()
@@ -106,8 +114,8 @@ class Bot:
         if snapshot is None or race is None:
             return
         if snapshot.state is RaceState.LOBBY:
-            me = next((r for r in snapshot.racers if r.racer == self.tracker.you), None)
-            if me is not None and not me.ready:
+            if self._ready_in != race and self.tracker.you is not None:
+                self._ready_in = race
                 await self.connection.send(Ready(race=race))
             return
         if mirror is None or mirror.in_hand is None or mirror.pending is not None:

@@ -20,6 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from protocol import (
+    PROTOCOL_VERSION,
     ClientMessage,
     CloseCode,
     Error,
@@ -116,6 +117,7 @@ class Connection:
         sleep: Sleep = asyncio.sleep,
         on_state: StateListener | None = None,
         open_timeout: float = 5.0,
+        protocol_version: int = PROTOCOL_VERSION,
     ) -> None:
         self.url = url
         self.name = name
@@ -125,6 +127,8 @@ class Connection:
         self.sleep = sleep
         self.on_state = on_state or (lambda state, sentence: None)
         self.open_timeout = open_timeout
+        self.protocol_version = protocol_version
+        """The version said in ``hello``; only tests say another."""
         self.welcome: Welcome | None = None
         self.state = LinkState.CLOSED
         self._socket: ClientConnection | None = None
@@ -204,7 +208,7 @@ class Connection:
         """Say hello (resuming if we can) and read the answer."""
         resume = self.welcome.resume if self.welcome is not None else None
         hello = Hello(name=self.name, bot=self.bot, role=self.role, resume=resume,
-                      client=CLIENT_NAME)
+                      client=CLIENT_NAME, protocol_version=self.protocol_version)
         await socket.send(encode(hello))
         try:
             answer = decode_server(await asyncio.wait_for(socket.recv(), self.open_timeout))

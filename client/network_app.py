@@ -63,8 +63,8 @@ class Plan:
 
     @classmethod
     def create(cls, options: RaceOptions | None = None) -> Plan:
-        """Open a private race."""
-        return cls(CreateRace(options=options or RaceOptions()))
+        """Open a race: by default a private one that starts when everyone is ready."""
+        return cls(CreateRace(options=options or RaceOptions(public=False, auto_start=False)))
 
     @classmethod
     def join(cls, code: str) -> Plan:
@@ -135,6 +135,8 @@ class NetworkApp(FoursquareApp):
     async def on_server_request(self, event: ServerRequest) -> None:
         """A screen wants something sent."""
         sent = await self.connection.send(event.request)
+        if not sent and isinstance(event.request, ListRaces):
+            return  # asked again as soon as the link is up
         if not sent:
             if isinstance(event.request, Place) and self.tracker.mirror is not None:
                 self.tracker.mirror.pending = None
@@ -154,6 +156,8 @@ class NetworkApp(FoursquareApp):
         if isinstance(message, Welcome):
             if not message.resumed:
                 await self.connection.send(self.plan.request or ListRaces())
+            elif isinstance(self.screen, LobbyScreen):
+                await self.connection.send(ListRaces())
             self._show_link()
             return
         if isinstance(message, Error):

@@ -42,6 +42,7 @@ def read_options(max_racers: str, minutes: str, public: bool) -> RaceOptions:
         time_limit=max(1, round(limit * 60)),
         ruleset=Ruleset(),
         public=public,
+        auto_start=False,  # a host's race starts when everyone in it says ready
     )
 
 

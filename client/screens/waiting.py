@@ -94,11 +94,14 @@ class WaitingScreen(Screen[None]):
             left = max(remaining - (self.clock() - received), 0.0)
             line.update(f"Starting in {left:.0f} s…")
         else:
-            count = len(snapshot.racers)
-            line.update(
-                f"{count} of {snapshot.options.max_racers} racers in; the race starts when "
-                f"at least {snapshot.options.min_racers} are in and ready (press r)."
+            options = snapshot.options
+            start = (
+                f"it counts down as soon as {options.min_racers} are in"
+                if options.auto_start
+                else f"it starts when at least {options.min_racers} are in and all are ready "
+                "(press r)"
             )
+            line.update(f"{len(snapshot.racers)} of {options.max_racers} racers in; {start}.")
 
     def _you_ready(self) -> bool:
         snapshot = self.tracker.snapshot

@@ -180,3 +180,4 @@ async def test_a_dropped_connection_is_resumed_and_the_race_goes_on(
         assert len(my_standing(app).moves) > 3
         assert app.tracker.verify().ok
         await bot
+

@@ -1,0 +1,161 @@
+"""The lobby and the waiting room against the real server, and refusals shown as sentences."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from client.bot_runner import Bot
+from client.bots import get_strategy
+from client.connection import Connection
+from client.network_app import NetworkApp, Plan
+from client.screens.failure import FailureScreen
+from client.screens.lobby import LobbyScreen
+from client.screens.network_race import NetworkRaceScreen
+from client.screens.results import ResultsScreen
+from client.screens.waiting import WaitingScreen
+from protocol import (
+    CreateRace,
+    JoinRace,
+    RaceOptions,
+    RacerInfo,
+    RaceSnapshot,
+    Role,
+    ServerMessage,
+)
+from tests.client.test_live import QUICK_RETRY, showing, start_bot, wait_until
+from tests.conftest import LiveServer
+
+
+def failure_text(app: NetworkApp) -> str:
+    return str(app.screen.query_one("#failure").render())
+
+
+def lobby_message(app: NetworkApp) -> str:
+    return str(app.screen.query_one("#message").render())
+
+
+@contextlib.asynccontextmanager
+async def race_held_open(url: str, options: RaceOptions) -> AsyncIterator[str]:
+    """A host opens a race and stays in it (reading what comes) for the block; yields its code."""
+    host = Connection(url, "host")
+    messages = host.messages()
+    await anext(messages)  # welcome
+    await host.send(CreateRace(options=options))
+    async for message in messages:
+        if isinstance(message, RaceSnapshot):
+            code = message.code or message.race
+            break
+    listening = asyncio.create_task(drain(messages))
+    try:
+        yield code
+    finally:
+        await host.close()
+        await listening
+
+
+async def drain(messages: AsyncIterator[ServerMessage]) -> None:
+    async for _ in messages:
+        pass
+
+
+async def test_a_client_of_another_protocol_version_is_told_so(live_server: LiveServer) -> None:
+    connection = Connection(live_server.url, "ann", protocol_version=99)
+    app = NetworkApp(connection, Plan.quick())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, FailureScreen), "the failure screen")
+        assert failure_text(app).startswith(
+            "This client and the server speak different protocol versions"
+        )
+        await pilot.press("q")
+    assert app.return_value == 1
+
+
+async def test_joining_a_full_race_is_refused_with_a_sentence(live_server: LiveServer) -> None:
+    alone = RaceOptions(max_racers=1, min_racers=1, auto_start=False)
+    async with race_held_open(live_server.url, alone) as code:
+        app = NetworkApp(Connection(live_server.url, "ann"), Plan.join(code))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+            await wait_until(pilot, lambda: bool(lobby_message(app)), "the refusal")
+            assert lobby_message(app).startswith("That race is full")
+
+
+async def test_an_unknown_code_is_refused_with_a_sentence(live_server: LiveServer) -> None:
+    app = NetworkApp(Connection(live_server.url, "ann"), Plan())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        await pilot.click("#code")
+        await pilot.press(*"NOSUCH", "enter")
+        await wait_until(pilot, lambda: bool(lobby_message(app)), "the refusal")
+        assert lobby_message(app).startswith("No race has that code")
+
+
+async def test_watching_an_unknown_race_ends_with_a_sentence(live_server: LiveServer) -> None:
+    spectator = Connection(live_server.url, "eve", role=Role.SPECTATOR)
+    app = NetworkApp(spectator, Plan.spectate("NOSUCH"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, FailureScreen), "the failure screen")
+        assert failure_text(app).startswith("No race has that code")
+
+
+async def test_a_private_race_from_the_lobby_starts_when_everyone_is_ready(
+    live_server: LiveServer,
+) -> None:
+    app = NetworkApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), Plan())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        max_racers = app.screen.query_one("#max-racers")
+        await pilot.click("#max-racers")
+        max_racers.value = ""  # type: ignore[attr-defined]
+        await pilot.press("2")
+        await pilot.click("#create")
+        await wait_until(pilot, lambda: showing(app, WaitingScreen), "the waiting room")
+        code = app.tracker.code
+        assert code is not None
+        bot = Bot(Connection(live_server.url, "bot-1", bot=True), JoinRace(race=code),
+                  get_strategy("greedy"))
+        bot_run = asyncio.create_task(bot.run())
+        await wait_until(pilot, lambda: len(app.tracker.names()) == 2, "the bot in the room")
+        snapshot = app.tracker.snapshot
+        assert snapshot is not None and not snapshot.options.public
+        await wait_until(
+            pilot, lambda: all(r.ready for r in snapshot_racers(app) if r.name == "bot-1"),
+            "the bot to be ready",
+        )
+        assert not showing(app, NetworkRaceScreen)  # ann is not ready yet
+        await pilot.press("r")
+        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+        await pilot.press("ctrl+x")
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby again")
+        assert (await bot_run).standing is not None
+
+
+def snapshot_racers(app: NetworkApp) -> tuple[RacerInfo, ...]:
+    snapshot = app.tracker.snapshot
+    return snapshot.racers if snapshot is not None else ()
+
+
+async def test_the_lobby_lists_open_races_and_joins_the_one_selected(
+    live_server: LiveServer,
+) -> None:
+    waiting_bot = start_bot(live_server.url, "bot-1")
+    app = NetworkApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), Plan())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        lobby = app.screen
+        assert isinstance(lobby, LobbyScreen)
+        while not lobby.races:
+            await pilot.press("ctrl+r")
+            await pilot.pause(0.05)
+        await pilot.click("#races")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.tracker.race is not None, "joining")
+        assert app.tracker.race == lobby.races[0].race
+        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+        await pilot.press("ctrl+x")
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+    assert (await waiting_bot).standing is not None
