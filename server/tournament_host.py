@@ -179,11 +179,14 @@ class TournamentDesk:
             for result in finished_but_unrecorded(self.server.config.db, tournament):
                 self._apply(tournament, RecordResult(result))
             for race in tournament.races_in_progress():
-                if race.race_id not in self.server.hosts:
+                order = RaceOrdered(race.race_id, race.round, race.seed, race.entrants)
+                host = self.server.hosts.get(race.race_id)
+                if host is None:
                     # Ordered, but the server stopped before the race itself was journaled.
-                    self._hold(
-                        tournament, RaceOrdered(race.race_id, race.round, race.seed, race.entrants)
-                    )
+                    self._hold(tournament, order)
+                elif host.race.phase is core.Phase.LOBBY:
+                    # Stopped while seating the entrants: seat the rest and start.
+                    self._seat_and_start(tournament, order, host)
             log_event(
                 "tournament_recovered",
                 tournament=tournament.code,
@@ -344,13 +347,7 @@ class TournamentDesk:
         host = server._host(race, opened)  # the server's own race hosts, so resumes find it
         server.hosts[order.race_id] = host
         self._by_race[order.race_id] = tournament
-        for entrant_id in order.entrants:
-            entrant = tournament.entrants[entrant_id]
-            session = server.sessions.get(entrant_id)
-            if session is not None:
-                session.race_id = order.race_id
-            host.apply(core.Join(entrant_id, entrant.name, entrant.bot))
-        host.apply(core.Start())
+        self._seat_and_start(tournament, order, host)
         log_event(
             "tournament_race",
             tournament=tournament.code,
@@ -358,6 +355,17 @@ class TournamentDesk:
             round=order.round,
             racers=len(order.entrants),
         )
+
+    def _seat_and_start(self, tournament: Tournament, order: RaceOrdered, host: RaceHost) -> None:
+        """Seat the entrants of ``order`` not yet in its race, then start the race."""
+        for entrant_id in order.entrants:
+            session = self.server.sessions.get(entrant_id)
+            if session is not None:
+                session.race_id = order.race_id
+            if not host.race.has_racer(entrant_id):
+                entrant = tournament.entrants[entrant_id]
+                host.apply(core.Join(entrant_id, entrant.name, entrant.bot))
+        host.apply(core.Start())
 
     # ------------------------------------------------------------ internal
 
