@@ -104,7 +104,11 @@ class Stats:
     rtt: list[float] = field(default_factory=list)
     progress_racers: list[float] = field(default_factory=list)
     progress_spectators: list[float] = field(default_factory=list)
+    spectator_updates: int = 0
+    """Progress frames (echo: fan-out frames) spectators received in the measured window."""
     moves: int = 0
+    starts: list[float] = field(default_factory=list)
+    """Seconds from the go to each racer's first card of a race (how long races take to form)."""
     errors: Counter[str] = field(default_factory=Counter)
     error_samples: list[str] = field(default_factory=list)
     connected: int = 0
@@ -142,6 +146,7 @@ class Generator:
         self.go = asyncio.Event()
         self.stop = asyncio.Event()
         self.measure_from = float("inf")
+        self.go_time = float("inf")
         self.connections: list[ClientConnection] = []
         self.connect_gate = asyncio.Semaphore(64)
         self.all_connected = asyncio.Event()
@@ -258,6 +263,8 @@ class Generator:
             if message.get("race", race_id) != race_id:
                 continue
             if kind == "card":
+                if message["move"] == 1:
+                    self.stats.starts.append(now - self.go_time)
                 if waiting_since is not None and self.measuring(waiting_since):
                     self.stats.rtt.append(now - waiting_since)
                     self.stats.moves += 1
@@ -332,7 +339,11 @@ class Generator:
                     now = time.perf_counter()
                     message = msgpack.unpackb(frame)
                     kind = message["type"]
+                    if message.get("race", race_id) != race_id:
+                        continue
                     if kind == "progress":
+                        if self.measuring(now):
+                            self.stats.spectator_updates += 1
                         for entry in message["racers"]:
                             sent = self.sent.get((race_id, entry["racer"], entry["cards_played"]))
                             if sent is not None and self.measuring(sent):
@@ -404,6 +415,8 @@ class Generator:
                 now = time.perf_counter()
                 message = msgpack.unpackb(frame)
                 if message.get("type") == "place":
+                    if self.measuring(now):
+                        self.stats.spectator_updates += 1
                     sent = self.sent.get((path, str(message.get("id")), message["move"]))
                     if sent is not None and self.measuring(sent):
                         self.stats.progress_spectators.append(now - sent)
@@ -429,6 +442,7 @@ class Generator:
         await ready
         cpu_start, wall_start = time.process_time(), time.perf_counter()
         self.measure_from = wall_start + settings.warmup
+        self.go_time = wall_start
         self.go.set()
         await asyncio.sleep(settings.duration)
         self.stop.set()
@@ -447,11 +461,16 @@ class Generator:
             "rtt_ms": summary(stats.rtt),
             "progress_racers_ms": summary(stats.progress_racers),
             "progress_spectators_ms": summary(stats.progress_spectators),
+            "updates_per_spectator_per_second": (
+                stats.spectator_updates / settings.spectators / window
+                if settings.spectators else None
+            ),
             "errors": sum(stats.errors.values()),
             "error_codes": dict(stats.errors),
             "error_samples": stats.error_samples,
             "connected": stats.connected,
             "races_started": stats.races,
+            "first_card_s": summary(stats.starts),
             "generator_cpu_percent": 100 * cpu / wall,
         }
 
@@ -813,6 +832,98 @@ def write_sweep_docs(results: list[dict[str, Any]], command: str) -> None:
     update_section("load-sweep", body)
 
 
+def _p99(result: dict[str, Any], key: str = "rtt_ms") -> float | None:
+    value: float | None = result[key]["p99"]
+    return value
+
+
+def goals(duration: float) -> list[tuple[str, list[tuple[str, Settings]], Any]]:
+    """The goals of the load issue: (goal, runs by target, check(results) -> (text, ok))."""
+    base = Settings(duration=duration)
+    thousand = replace(base, racers=1000, race_size=4, think=1.0, spectators=20)
+    crowd = replace(base, racers=5000, race_size=4, think=1.0, spectators=20,
+                    connect_timeout=120.0)
+    # A race of 1,000 takes a while to fill: a minute of warm-up is not measured.
+    one_race = replace(base, racers=1000, race_size=1000, think=1.0, spectators=50,
+                       duration=duration + 60, warmup=60)
+    flat_out = replace(base, racers=200, race_size=4, think=0.0, spectators=0)
+
+    def floor_ratio(r: dict[str, dict[str, Any]]) -> tuple[str, bool | None]:
+        server, echo = _p99(r["server"]), _p99(r["echo"])
+        if not server or not echo:
+            return "no samples", None
+        ratio = server / echo
+        ok = ratio <= 2 and r["server"]["errors"] == 0
+        return (f"p99 {server:,.1f} ms vs echo {echo:,.1f} ms = {ratio:.1f}x, "
+                f"{r['server']['errors']} errors"), ok
+
+    def crowd_p99(r: dict[str, dict[str, Any]]) -> tuple[str, bool | None]:
+        run = r["server"]
+        p99 = _p99(run)
+        if p99 is None:
+            return "no samples", None
+        return (f"p99 {p99:,.1f} ms, {run['connected']:,} connected, "
+                f"{run['moves_per_second']:,.0f} moves/s"), p99 < 100 and run["connected"] >= 5000
+
+    def memory(r: dict[str, dict[str, Any]]) -> tuple[str, bool | None]:
+        kib = r["server"]["rss_per_connection_kib"]
+        return f"{kib:.1f} KiB per connection", kib <= 20
+
+    def fan_out(r: dict[str, dict[str, Any]]) -> tuple[str, bool | None]:
+        run = r["server"]
+        p99, rate = _p99(run, "progress_spectators_ms"), run["updates_per_spectator_per_second"]
+        if p99 is None:
+            started = run["first_card_s"]["count"]
+            return (f"no progress measured: {started} of 1,000 racers got a first card in "
+                    f"{run['duration']:g} s"), False
+        return (f"spectators p99 {p99:,.1f} ms, {rate:.1f} updates/s each"), p99 <= 250 and (
+            rate is not None and rate <= 12)
+
+    def journal(r: dict[str, dict[str, Any]]) -> tuple[str, bool | None]:
+        on, off = r["server"]["moves_per_second"], r["server-no-journal"]["moves_per_second"]
+        ratio = on / off if off else 0.0
+        return f"{on:,.0f} vs {off:,.0f} moves/s = {ratio:.2f}", ratio >= 0.8
+
+    return [
+        ("1,000 racers, 1 s think: move p99 within 2x of the echo floor, no errors",
+         [("server", thousand), ("echo", thousand)], floor_ratio),
+        ("5,000 racers (races of 4, 1 s think): move p99 under 100 ms",
+         [("server", crowd)], crowd_p99),
+        ("idle memory at most 20 KiB per connected racer (the 1,000-racer run)",
+         [("server", thousand)], memory),
+        ("one race of 1,000 racers: progress coalesced, spectators p99 within 250 ms",
+         [("server", one_race)], fan_out),
+        ("journal on vs off (200 racers, no think time): at least 0.8 of the moves/s",
+         [("server", flat_out), ("server-no-journal", flat_out)], journal),
+    ]
+
+
+def run_goals(duration: float) -> tuple[list[list[str]], list[dict[str, Any]]]:
+    """Run every goal's runs (sharing identical ones) and judge them."""
+    done: dict[tuple[str, Settings], dict[str, Any]] = {}
+    rows, results = [], []
+    for name, runs, check in goals(duration):
+        measured: dict[str, dict[str, Any]] = {}
+        missing = None
+        for target, settings in runs:
+            missing = missing or unavailable(target)
+            if missing:
+                break
+            if (target, settings) not in done:
+                print(f"goal run: {target}, {settings.racers} racers in races of "
+                      f"{settings.race_size}, think {settings.think:g} s ...",
+                      file=sys.stderr, flush=True)
+                done[(target, settings)] = run_target(target, settings)
+                results.append(done[(target, settings)])
+            measured[target] = done[(target, settings)]
+        if missing:
+            rows.append([name, f"not run: {missing}", "—"])
+            continue
+        text, ok = check(measured)
+        rows.append([name, text, "—" if ok is None else ("met" if ok else "**not met**")])
+    return rows, results
+
+
 LOAD_INTRO = """## Load
 `bench/load.py` (`make bench-load`) drives the same load at three targets, one after the
 other: the race server (`foursquare serve`) with its journal on disk, as deployed
@@ -839,6 +950,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spectators", type=int, default=defaults.spectators)
     parser.add_argument("--duration", type=float, default=defaults.duration)
     parser.add_argument("--warmup", type=float, default=defaults.warmup)
+    parser.add_argument("--goals", action="store_true",
+                        help="run the five goal scenarios (about five minutes) and judge them")
     parser.add_argument("--sweep", help="comma-separated racer counts: one run per count and "
                         "target, and a plot of latency against racers")
     parser.add_argument("--db-dir", help="directory for the server's journal (e.g. /dev/shm)")
@@ -867,6 +980,22 @@ def main(argv: list[str] | None = None) -> int:
         spectators=args.spectators, duration=args.duration,
         warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
     )
+    if args.goals:
+        rows, results = run_goals(args.duration)
+        from bench.report import machine_line, markdown_table, update_section
+
+        text = markdown_table(["goal", "measured", "verdict"], rows)
+        print(text)
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.with_name("load-goals.json").write_text(
+            json.dumps({"goals": rows, "results": results}, indent=2) + "\n")
+        if args.write:
+            shown = " ".join(["python -m bench.load", *(argv if argv is not None
+                                                        else sys.argv[1:])])
+            update_section("load-goals", f"### Goals\n\n{text}\n\n{args.duration:g} s per run. "
+                           "Command: "
+                           f"`{shown}` ({machine_line()}).")
+        return 0
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     loads = [int(n) for n in args.sweep.split(",")] if args.sweep else [settings.racers]
     notes: list[str] = []
