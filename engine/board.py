@@ -43,10 +43,6 @@ class Layout:
     offset: int
     width: int
     neighbours: tuple[tuple[int, ...], ...]
-    row_others: tuple[tuple[int, ...], ...]
-    """For each cell, the other cells of its row (every cell a pile could ever occupy)."""
-    col_others: tuple[tuple[int, ...], ...]
-    """For each cell, the other cells of its column."""
 
 
 @cache
@@ -68,16 +64,7 @@ def layout(size: int, adjacency: Adjacency) -> Layout:
         )
         for row, col in (divmod(cell, width) for cell in cells)
     )
-    row_others = tuple(
-        tuple(other for other in range(cell - cell % width, cell - cell % width + width)
-              if other != cell)
-        for cell in cells
-    )
-    col_others = tuple(
-        tuple(other for other in range(cell % width, width * width, width) if other != cell)
-        for cell in cells
-    )
-    return Layout(size, offset, width, neighbours, row_others, col_others)
+    return Layout(size, offset, width, neighbours)
 
 
 class Board:
@@ -223,14 +210,14 @@ class Board:
         only ever places on :meth:`targets`.
         """
         height, ranks, up, box = self.height, self.rank, self.up, self.box
-        old_height = height[cell]
+        old_height, old_rank, old_up = height[cell], ranks[cell], up[cell]
         row_min, row_max, col_min, col_max = box
         down_before, piles_before = self.face_down, self.piles
         down = down_before
-        old_rank, old_up = ranks[cell], up[cell]
+        width = self.layout.width
+        row, col = divmod(cell, width)
         if not old_height:
             self.piles = piles_before + 1
-            row, col = divmod(cell, self.layout.width)
             if row < row_min:
                 box[0] = row
             elif row > row_max:
@@ -245,12 +232,24 @@ class Board:
         ranks[cell] = rank
         up[cell] = 1
         flipped: list[int] = []
-        for line in (self.layout.row_others[cell], self.layout.col_others[cell]):
-            others = [other for other in line if height[other]]
-            if not others:
-                continue
-            face_up_ranks = [ranks[other] for other in others if up[other]]
-            if face_up_ranks and min(face_up_ranks) <= rank <= max(face_up_ranks):
+        # Every pile lies inside the box, so the row and the column are scanned only there.
+        row_start = row * width
+        for line in (
+            range(row_start + box[2], row_start + box[3] + 1),
+            range(box[0] * width + col, box[1] * width + col + 1, width),
+        ):
+            lowest, highest = 11, 0  # of the face-up ranks; highest 0: none face up
+            others = []
+            for other in line:
+                if height[other] and other != cell:
+                    others.append(other)
+                    if up[other]:
+                        other_rank = ranks[other]
+                        if other_rank < lowest:
+                            lowest = other_rank
+                        if other_rank > highest:
+                            highest = other_rank
+            if not others or (highest and lowest <= rank <= highest):
                 continue
             for other in others:
                 if up[other]:
@@ -329,7 +328,7 @@ def repairable(board: Board) -> bool:
     return _pattern_repairable(tuple(occupied_masks), tuple(down_masks), board.grid_size)
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 17)
 def _pattern_repairable(occupied: tuple[int, ...], down: tuple[int, ...], size: int) -> bool:
     """:func:`repairable` on column masks: bit ``r`` of ``occupied[c]`` is a pile at row ``r``.
 

@@ -107,32 +107,41 @@ class _Search:
         return self._search(0, min(cards, len(self.ranks)))
 
     def _search(self, placed: int, limit: int) -> bool:
+        """Whether the position after ``placed`` cards wins by card ``limit``.
+
+        The caller has checked the bounds (enough cards for the empty cells, and a
+        repairable pattern if no card is to spare) before calling, which spares a call
+        for most children.
+        """
         self.tick()
         board = self.board
-        remaining = limit - placed
-        empty = self.goal_piles - board.piles
-        if empty > remaining or (empty == remaining and not repairable(board)):
-            return False
         key = _canonical_key(board, self.symmetries)
         if self.failed.get(key, -1) >= limit:
             return False
+        goal = self.goal_piles
+        remaining = limit - placed
+        tight = goal - board.piles == remaining
         rank = self.ranks[placed]
         limit_down = board.limit
         children: list[tuple[int, int, int]] = []
         targets = board.targets()
-        if empty == remaining:
+        if tight:
             # No card to spare: stacking would leave a pile short at the end.
             height = board.height
             targets = [cell for cell in targets if not height[cell]]
         for cell in targets:
             token = board.place(cell, rank)
-            if board.face_down <= limit_down:
-                if board.won():
+            down = board.face_down
+            if down <= limit_down:
+                piles = board.piles
+                if not down and piles == goal:
                     board.undo(token)
                     self.line.append(cell)
                     return True
-                if remaining > 1:
-                    children.append((board.face_down, -board.piles, cell))
+                # The child's bound: as many cards left as empty cells means no stacking,
+                # so its face-down pattern must be repairable by triggers alone.
+                if remaining > 1 and (goal - piles < remaining - 1 or repairable(board)):
+                    children.append((down, -piles, cell))
             board.undo(token)
         children.sort()
         line = self.line
