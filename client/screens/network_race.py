@@ -10,12 +10,19 @@ from textual.binding import Binding, BindingType
 from textual.widget import Widget
 from textual.widgets import Static
 
-from client.race_state import RaceTracker
+from client.race_state import FINISHED_STATUSES, RaceTracker
 from client.screens.race import Clock, RaceScreen
 from client.screens.requests import ServerRequest
 from client.widgets.leaderboard import Leaderboard
 from engine import Position
 from protocol import Place, RacerStatus, Resign
+
+_END_WORDS = {
+    RacerStatus.WON: "You completed the grid!",
+    RacerStatus.LOST: "Your game is lost.",
+    RacerStatus.RESIGNED: "You resigned.",
+    RacerStatus.TIMED_OUT: "Time is up.",
+}
 
 
 class NetworkRaceScreen(RaceScreen):
@@ -53,8 +60,9 @@ class NetworkRaceScreen(RaceScreen):
         mirror = self.tracker.mirror
         if mirror is not None:
             self.show_board(mirror.view(), flipped)
-            if mirror.status in (RacerStatus.WON, RacerStatus.LOST, RacerStatus.RESIGNED):
+            if mirror.status in FINISHED_STATUSES and self._clock_stopped_at is None:
                 self.stop_clock()
+                self.say(f"{_END_WORDS[mirror.status]} Waiting for the others to finish…")
         self.query_one("#opponents", Leaderboard).show(
             self.tracker.leaderboard(), self.tracker.you,
             self.tracker.rules.grid_size ** 2,

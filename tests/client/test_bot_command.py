@@ -1,0 +1,33 @@
+"""``foursquare bot`` as a person runs it, against ``foursquare serve`` in a child process."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.main import main
+from tests.conftest import ServerProcess
+
+
+def test_two_bots_race_each_other_and_report_how_it_went(
+    server_process: ServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["bot", "--server", server_process.url, "--quick", "-n", "2",
+                   "--strategy", "greedy", "--pace", "0"])
+    lines = capsys.readouterr().out.splitlines()
+    assert status == 0
+    assert sorted(line.split(":")[0] for line in lines) == ["bot-1", "bot-2"]
+    assert all(": place " in line for line in lines)
+
+
+def test_an_unknown_strategy_is_refused_before_connecting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = main(["bot", "--server", "ws://127.0.0.1:1", "--quick", "--strategy", "clever"])
+    assert status == 2
+    assert "unknown strategy 'clever'" in capsys.readouterr().err
+
+
+def test_bots_with_no_server_say_so_and_fail(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["bot", "--server", "ws://127.0.0.1:1", "--quick", "--pace", "0"])
+    assert status == 1
+    assert "Cannot reach the server at ws://127.0.0.1:1" in capsys.readouterr().out
