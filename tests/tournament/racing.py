@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import zlib
 
-from client.bots import RacerView, RandomStrategy
+from client.bots import GreedyStrategy, RacerView, RandomStrategy, Strategy
 from engine import Card, Position
 from protocol.result import RaceResult, RacerOutcome, RacerResult
-from server.race import CardToPlace, Join, Race, Start
+from server.race import CardToPlace, Join, Race, Start, Tick
 from server.tournament import RaceOrdered, TournamentSettings
 
 
-def play_order(order: RaceOrdered, settings: TournamentSettings, now: float) -> RaceResult:
+def play_order(
+    order: RaceOrdered,
+    settings: TournamentSettings,
+    now: float,
+    idle: frozenset[str] = frozenset(),
+) -> RaceResult:
     """Hold the race ``order`` asks for, all at time ``now``, and return its result.
 
-    Each entrant is played by the random bot seeded with its id, so that entrants sharing
-    a seed still play different games.
+    Entrants play different games on the shared seed: one whose id's checksum is even is
+    played by the greedy bot, the others by the random bot seeded with the checksum; each
+    takes its own steady time per move. Entrants in ``idle`` never move: the race then
+    ends at its time limit.
     """
     race = Race(order.race_id, order.seed, settings.race_options(len(order.entrants)))
     for entrant_id in order.entrants:
@@ -23,15 +30,24 @@ def play_order(order: RaceOrdered, settings: TournamentSettings, now: float) -> 
     pending = [s.event for s in race.apply(Start(), now) if isinstance(s.event, CardToPlace)]
     cards: dict[str, list[Card]] = {entrant_id: [] for entrant_id in order.entrants}
     moves: dict[str, list[Position]] = {entrant_id: [] for entrant_id in order.entrants}
-    bots = {e: RandomStrategy(seed=zlib.crc32(e.encode())) for e in order.entrants}
+    checksums = {e: zlib.crc32(e.encode()) for e in order.entrants}
+    bots: dict[str, Strategy] = {
+        e: GreedyStrategy() if checksum % 2 == 0 else RandomStrategy(seed=checksum)
+        for e, checksum in checksums.items()
+    }
     while pending:
         card = pending.pop()
+        if card.racer_id in idle:
+            continue
         cards[card.racer_id].append(card.card)
         view = RacerView(settings.ruleset, tuple(cards[card.racer_id]), tuple(moves[card.racer_id]))
         move = bots[card.racer_id].choose(view)
         moves[card.racer_id].append(move)
-        sends = race.place(card.racer_id, card.move_number, move, now)
+        pace = 1.0 + checksums[card.racer_id] % 7 / 10
+        sends = race.place(card.racer_id, card.move_number, move, now + card.move_number * pace)
         pending.extend(s.event for s in sends if isinstance(s.event, CardToPlace))
+    if race.result is None:
+        race.apply(Tick(), now + settings.time_limit)
     assert race.result is not None
     return race.result
 
