@@ -236,17 +236,12 @@ class TournamentStore:
     """Tournaments kept in the journal's database at ``journal.path``.
 
     Creating the store adds its tables; writes go through ``journal`` (so tournament
-    records share the journal's transactions); reads open their own connection.
+    records share the journal's transactions); :func:`load_tournaments` reads them back.
     """
 
     def __init__(self, journal: Journal):
         self.journal = journal
-        self.path = journal.path
-        ensure_schema(self.path)
-
-    async def write(self, *records: TournamentOpened | TournamentEventRecord) -> None:
-        """Commit tournament records through the journal's writer thread."""
-        await self.journal.write(*records)
+        ensure_schema(journal.path)
 
     def write_now(self, *records: TournamentOpened | TournamentEventRecord) -> None:
         """Commit and wait, for code outside an event loop."""
@@ -258,10 +253,6 @@ class TournamentStore:
     ) -> list[TournamentEventRecord]:
         """The records of ``events`` produced at ``at``."""
         return [TournamentEventRecord(tournament_id, event, at) for event in events]
-
-    def load_all(self, seed_source: SeedSource | None = None) -> list[Tournament]:
-        """Every stored tournament, rebuilt from its events, oldest first."""
-        return load_tournaments(self.path, seed_source)
 
 
 def ensure_schema(path: str | Path) -> None:
