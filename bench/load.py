@@ -441,12 +441,14 @@ class Generator:
         print(json.dumps({"connected": self.stats.connected}), flush=True)
         await ready
         cpu_start, wall_start = time.process_time(), time.perf_counter()
+        wait_start = run_queue_wait(os.getpid())
         self.measure_from = wall_start + settings.warmup
         self.go_time = wall_start
         self.go.set()
         await asyncio.sleep(settings.duration)
         self.stop.set()
         cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+        waited = run_queue_wait(os.getpid()) - wait_start
         await asyncio.gather(
             *(ws.close() for ws in self.connections), return_exceptions=True
         )
@@ -472,6 +474,7 @@ class Generator:
             "races_started": stats.races,
             "first_card_s": summary(stats.starts),
             "generator_cpu_percent": 100 * cpu / wall,
+            "generator_cpu_wait_percent": 100 * waited / wall,
         }
 
 
@@ -561,6 +564,14 @@ def cpu_seconds(pid: int) -> float:
 
 
 @functools.cache
+def run_queue_wait(pid: int) -> float:
+    """Seconds the process's main thread spent runnable but waiting for a CPU (schedstat)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def server_help() -> str | None:
     """``foursquare serve --help``, or ``None`` while the command does not exist."""
     probe = subprocess.run(
@@ -627,6 +638,7 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         time.sleep(1.0)
         rss_idle = rss_bytes(target_process.pid)
         cpu_start, wall_start = cpu_seconds(target_process.pid), time.monotonic()
+        wait_start, load_start = run_queue_wait(target_process.pid), os.getloadavg()[0]
         generator.stdin.write("go\n")
         generator.stdin.flush()
         rss_peak = rss_idle
@@ -637,6 +649,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
                 break
         cpu = cpu_seconds(target_process.pid) - cpu_start
         wall = time.monotonic() - wall_start
+        waited = run_queue_wait(target_process.pid) - wait_start
+        load_end = os.getloadavg()[0]
         output, _ = generator.communicate(timeout=60)
         measured = json.loads(output.strip().splitlines()[-1])
     finally:
@@ -657,6 +671,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         **asdict(settings),
         **measured,
         "server_cpu_percent": 100 * cpu / wall,
+        "server_cpu_wait_percent": 100 * waited / wall,
+        "load_average": [round(load_start, 2), round(load_end, 2)],
         "rss_empty_mib": rss_empty / 2**20,
         "rss_idle_mib": rss_idle / 2**20,
         "rss_peak_mib": rss_peak / 2**20,
@@ -1013,6 +1029,14 @@ def main(argv: list[str] | None = None) -> int:
         print("nothing ran", file=sys.stderr)
         return 1
     for r in results:
+        if max(r["server_cpu_wait_percent"], r["generator_cpu_wait_percent"]) > 10:
+            notes.append(
+                f"- {r['target']} at {r['racers']:,} racers: the machine was busy (load average "
+                f"{r['load_average'][0]:g} to {r['load_average'][1]:g}): the target waited for "
+                f"its CPU {r['server_cpu_wait_percent']:.0f}% of the run and the generator "
+                f"{r['generator_cpu_wait_percent']:.0f}%, so these latencies are worse than "
+                "the code's."
+            )
         if r["generator_cpu_percent"] > 85:
             notes.append(
                 f"- {r['target']} at {r['racers']:,} racers: the load generator used "
