@@ -57,8 +57,11 @@ def encode_wire(message: Message) -> dict[str, Any]:
     return wire
 
 
-def decode_client(data: bytes | bytearray | memoryview | str, limits: Limits = _DEFAULT_LIMITS
-                  ) -> ClientMessage:
+Frame = bytes | bytearray | memoryview | str
+"""What a websocket library hands over: text frames are refused with ``bad_frame``."""
+
+
+def decode_client(data: Frame, limits: Limits = _DEFAULT_LIMITS) -> ClientMessage:
     """Read one client-to-server frame, strictly: unknown fields are errors.
 
     A ``hello`` with another protocol version fails with ``version_mismatch`` before its
@@ -70,8 +73,7 @@ def decode_client(data: bytes | bytearray | memoryview | str, limits: Limits = _
     )
 
 
-def decode_server(data: bytes | bytearray | memoryview | str, limits: Limits = _DEFAULT_LIMITS
-                  ) -> ServerMessage:
+def decode_server(data: Frame, limits: Limits = _DEFAULT_LIMITS) -> ServerMessage:
     """Read one server-to-client frame. Fields this client does not know are ignored
     (a server may add optional fields); everything it knows is checked as strictly.
     """
