@@ -56,9 +56,11 @@ a game not finished). Entrants with equal totals share a place (:attr:`Standing.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import hmac
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -548,14 +550,14 @@ class Tournament:
             (e for e in self.entrants.values() if e.state is not EntrantState.REMOVED),
             key=lambda e: (e.standing_key(), e.name, e.entrant_id),
         )
-        keys = [entrant.standing_key() for entrant in ranked]
+        keys = [entrant.standing_key() for entrant in ranked]  # ascending, as ranked
+        counts = Counter(keys)
         lines = []
         for entrant, key in zip(ranked, keys, strict=True):
-            place = 1 + sum(1 for other in keys if other < key)
             lines.append(
                 Standing(
-                    place=place,
-                    tied=keys.count(key) > 1,
+                    place=1 + bisect.bisect_left(keys, key),
+                    tied=counts[key] > 1,
                     entrant_id=entrant.entrant_id,
                     name=entrant.name,
                     bot=entrant.bot,
