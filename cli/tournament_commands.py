@@ -233,7 +233,7 @@ def run_verify(args: argparse.Namespace) -> int:
     return 1
 
 
-# ------------------------------------------------------------------ helpers
+# ---------------------------------------------------------- talking and telling
 
 
 def describe(state: TournamentState) -> str:
