@@ -563,7 +563,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-@functools.cache
 def run_queue_wait(pid: int) -> float:
     """Seconds the process's main thread spent runnable but waiting for a CPU (schedstat)."""
     try:
@@ -572,6 +571,7 @@ def run_queue_wait(pid: int) -> float:
         return 0.0
 
 
+@functools.cache
 def server_help() -> str | None:
     """``foursquare serve --help``, or ``None`` while the command does not exist."""
     probe = subprocess.run(
@@ -1032,7 +1032,7 @@ def main(argv: list[str] | None = None) -> int:
         if max(r["server_cpu_wait_percent"], r["generator_cpu_wait_percent"]) > 10:
             notes.append(
                 f"- {r['target']} at {r['racers']:,} racers: the machine was busy (load average "
-                f"{r['load_average'][0]:g} to {r['load_average'][1]:g}): the target waited for "
+                f"{r['load_average'][0]:.1f} to {r['load_average'][1]:.1f}): the target waited for "
                 f"its CPU {r['server_cpu_wait_percent']:.0f}% of the run and the generator "
                 f"{r['generator_cpu_wait_percent']:.0f}%, so these latencies are worse than "
                 "the code's."
