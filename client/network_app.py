@@ -105,6 +105,10 @@ class NetworkApp(FoursquareApp):
         super().on_mount()
         self.run_worker(self._pump(), name="server", exclusive=True)
 
+    async def on_unmount(self) -> None:
+        """Say goodbye to the server when the app closes."""
+        await self.connection.close()
+
     async def _pump(self) -> None:
         try:
             async for message in self.connection.messages():

@@ -36,6 +36,8 @@ class NetworkRaceScreen(RaceScreen):
     def __init__(self, tracker: RaceTracker, clock: Clock = time.monotonic) -> None:
         super().__init__(f"Race {tracker.code}", clock)
         self.tracker = tracker
+        self.composed = False
+        """Whether the widgets exist yet (messages can arrive before they do)."""
 
     def compose_side(self) -> Iterable[Widget]:
         """The opponents panel and the link state."""
@@ -44,6 +46,7 @@ class NetworkRaceScreen(RaceScreen):
 
     def on_mount(self) -> None:
         """Draw the race as it stands and start the clock from the server's start time."""
+        self.composed = True
         super().on_mount()
         snapshot = self.tracker.snapshot
         if snapshot is not None and snapshot.started_at is not None:
@@ -55,8 +58,8 @@ class NetworkRaceScreen(RaceScreen):
 
     def refresh_from_tracker(self, flipped: Iterable[Position] = ()) -> None:
         """Redraw the grid, the status panel and the opponents."""
-        if not self.is_mounted:
-            return  # on_mount draws everything once the widgets exist
+        if not self.composed or not self.is_attached:
+            return  # drawn in on_mount once the widgets exist; gone once the app closes
         mirror = self.tracker.mirror
         if mirror is not None:
             self.show_board(mirror.view(), flipped)

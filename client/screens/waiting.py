@@ -29,6 +29,8 @@ class WaitingScreen(Screen[None]):
     def __init__(self, tracker: RaceTracker, clock: Clock = time.monotonic) -> None:
         super().__init__()
         self.tracker = tracker
+        self.composed = False
+        """Whether the widgets exist yet (messages can arrive before they do)."""
         self.clock = clock
         self._countdown_origin: tuple[float, float] | None = None
 
@@ -44,6 +46,7 @@ class WaitingScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """Draw what is known and tick the countdown."""
+        self.composed = True
         self.query_one("#racers", DataTable).add_columns("racer", "ready", "")
         self.refresh_from_tracker()
         self.set_interval(0.25, self._show_countdown)
@@ -54,8 +57,8 @@ class WaitingScreen(Screen[None]):
 
     def refresh_from_tracker(self) -> None:
         """Redraw from the race's latest snapshot."""
-        if not self.is_mounted:
-            return  # on_mount draws everything once the widgets exist
+        if not self.composed or not self.is_attached:
+            return  # drawn in on_mount once the widgets exist; gone once the app closes
         snapshot = self.tracker.snapshot
         if snapshot is None:
             return

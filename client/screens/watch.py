@@ -26,6 +26,8 @@ class WatchScreen(Screen[None]):
     def __init__(self, tracker: RaceTracker) -> None:
         super().__init__()
         self.tracker = tracker
+        self.composed = False
+        """Whether the widgets exist yet (messages can arrive before they do)."""
         self._tiles: dict[str, GridView] = {}
         """Each racer's board widget, by racer id."""
 
@@ -43,6 +45,7 @@ class WatchScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """Draw what is known."""
+        self.composed = True
         self.refresh_from_tracker()
 
     def say(self, message: str) -> None:
@@ -51,8 +54,8 @@ class WatchScreen(Screen[None]):
 
     def refresh_from_tracker(self) -> None:
         """Redraw tiles and leaderboard from the tracker."""
-        if not self.is_mounted:
-            return  # on_mount draws everything once the widgets exist
+        if not self.composed or not self.is_attached:
+            return  # drawn in on_mount once the widgets exist; gone once the app closes
         tracker, snapshot = self.tracker, self.tracker.snapshot
         if snapshot is None:
             return
