@@ -23,5 +23,8 @@ class FoursquareApp(App[int]):
         self._first_screen = first_screen
 
     def on_mount(self) -> None:
-        """Open the first screen over the (empty) default one, so it can be switched."""
+        """Open the first screen over the (empty) default one, so it can be switched.
+
+        Textual calls this for subclasses too, after their own ``on_mount``.
+        """
         self.push_screen(self._first_screen())

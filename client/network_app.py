@@ -101,8 +101,7 @@ class NetworkApp(FoursquareApp):
         return LobbyScreen(self.connection.name)
 
     def on_mount(self) -> None:
-        """Open the first screen and start talking to the server."""
-        super().on_mount()
+        """Start talking to the server (the first screen opens in the base class)."""
         self.run_worker(self._pump(), name="server", exclusive=True)
 
     async def on_unmount(self) -> None:

@@ -47,7 +47,6 @@ class NetworkRaceScreen(RaceScreen):
     def on_mount(self) -> None:
         """Draw the race as it stands and start the clock from the server's start time."""
         self.composed = True
-        super().on_mount()
         snapshot = self.tracker.snapshot
         if snapshot is not None and snapshot.started_at is not None:
             self.start_clock((snapshot.server_time - snapshot.started_at) / 1000)

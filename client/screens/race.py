@@ -57,7 +57,7 @@ class RaceScreen(Screen[None]):
         return ()
 
     def on_mount(self) -> None:
-        """Tick the race clock."""
+        """Tick the race clock. (Textual also calls the subclasses' own ``on_mount``.)"""
         self.set_interval(CLOCK_TICK, self.tick_clock)
 
     @property

@@ -65,7 +65,6 @@ class SoloScreen(RaceScreen):
 
     def on_mount(self) -> None:
         """Draw the first deal."""
-        super().on_mount()
         self._redraw()
         self.say("Place the card: arrows or hjkl, then Enter; or click. ? for a hint.")
 

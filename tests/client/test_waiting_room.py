@@ -29,6 +29,7 @@ async def test_the_waiting_room_lists_the_racers_and_counts_down(live_server: Li
     app = NetworkApp(Connection(live_server.url, "ann"), Plan.quick())
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: showing(app, WaitingScreen), "the waiting room")
+        assert len(app.screen_stack) == 2  # the lobby was replaced, not stacked under
         assert "1 of 8 racers in; it counts down as soon as 2 are in" in text_of(app, "#countdown")
         bot = start_bot(live_server.url, "bot-1")
         await wait_until(pilot, lambda: "Starting in" in text_of(app, "#countdown"),
