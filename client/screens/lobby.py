@@ -68,16 +68,17 @@ class LobbyScreen(Screen[None]):
                 yield Button("Quick race", id="quick", variant="primary")
                 yield Label("Join a race by its code")
                 yield Input(placeholder="race code, then Enter", id="code")
-                yield Label("Create a private race")
+                yield Label("Create a race (private unless public)")
                 with Horizontal(classes="form-row"):
                     yield Label("racers", classes="form-label")
                     yield Input(str(DEFAULT_RACERS), id="max-racers", classes="form-number")
                     yield Label("minutes", classes="form-label")
                     yield Input(str(DEFAULT_MINUTES), id="minutes", classes="form-number")
-                yield Checkbox("listed in public races", id="public")
-                yield Button("Create race", id="create")
+                with Horizontal(classes="form-row"):
+                    yield Checkbox("public", id="public")
+                    yield Button("Create race", id="create")
             with Vertical(id="races-panel"):
-                yield Label("Open public races (select one to join; ctrl+r refreshes)")
+                yield Label("Public races: Enter joins, ctrl+r refreshes")
                 yield DataTable(id="races", cursor_type="row")
         yield Static("", id="message")
         yield Footer()
