@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from textual.app import ScreenStackError
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -111,9 +113,17 @@ class NetworkApp(FoursquareApp):
     async def _pump(self) -> None:
         try:
             async for message in self.connection.messages():
-                await self.receive(message)
+                if not self.is_running:
+                    break  # the app is shutting down: its screens are going
+                try:
+                    await self.receive(message)
+                except (NoMatches, ScreenStackError):
+                    if self.is_running:
+                        raise
+                    break
         except ConnectionFailed as failure:
-            await self.switch_screen(FailureScreen(str(failure)))
+            if self.is_running:
+                await self.switch_screen(FailureScreen(str(failure)))
 
     # --------------------------------------------------------- link state
 

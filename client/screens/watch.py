@@ -17,6 +17,9 @@ from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
 from protocol import RacerStatus, RaceState
 
+TILE_WIDTH = 20
+"""Columns one compact board takes, with its gutter (a 4x4 grid is 15 wide)."""
+
 
 class WatchScreen(Screen[None]):
     """A spectator's view of one race."""
@@ -42,6 +45,11 @@ class WatchScreen(Screen[None]):
                 yield Static("", id="verified")
                 yield Static("", id="link")
         yield Footer()
+
+    def on_resize(self) -> None:
+        """As many columns of boards as fit side by side."""
+        tiles = self.query_one("#tiles", Grid)
+        tiles.styles.grid_size_columns = max(1, tiles.size.width // TILE_WIDTH)
 
     def on_mount(self) -> None:
         """Draw what is known."""

@@ -207,7 +207,9 @@ class GridView(Widget, can_focus=True):
             cells = [self._draw_cell((row, col)) for col in cols]
             for line_index in range(self.cell_height):
                 lines.append(Text(" " * _GAP).join(cell[line_index] for cell in cells))
-        return Text("\n").join(lines)
+        drawing = Text("\n").join(lines)
+        drawing.no_wrap = True  # a grid cut short beats a grid scrambled by wrapping
+        return drawing
 
     def watch_cursor(self) -> None:
         self.refresh()

@@ -9,7 +9,8 @@ from textual.widget import Widget
 
 from protocol import ProgressEntry, RacerStatus
 
-BAR_WIDTH = 10
+BAR_WIDTH = 8
+_NAME_WIDTH = 13
 
 _STATUS_WORDS = {
     RacerStatus.WAITING: "waiting",
@@ -71,16 +72,15 @@ class Leaderboard(Widget):
 
     def _line(self, entry: ProgressEntry, index: int) -> Text:
         style = self.get_component_rich_style
-        name = entry.name + (" [bot]" if entry.bot else "")
-        if entry.racer == self.you:
-            name = f"{name[:8]} (you)"
+        mark = " (you)" if entry.racer == self.you else " [bot]" if entry.bot else ""
+        name = entry.name[: _NAME_WIDTH - len(mark)] + mark
         place = ordinal(index + 1) if entry.status is RacerStatus.WON else f"{index + 1}."
         status = _STATUS_WORDS[entry.status]
         if entry.status is RacerStatus.WON:
             status = f"won, score {entry.score}"
         line = Text.assemble(
-            (f"{place:>4} ", style("leaderboard--done") if status else ""),
-            (f"{name[:12]:<12} ", style("leaderboard--you") if entry.racer == self.you else ""),
+            (f"{place:>3} ", style("leaderboard--done") if status else ""),
+            (f"{name:<{_NAME_WIDTH}} ", style("leaderboard--you") if mark == " (you)" else ""),
             (progress_bar(entry.face_up, self.piles), style("leaderboard--bar")),
             f" {entry.cards_played:>2}",
         )
