@@ -212,7 +212,9 @@ class GridView(Widget, can_focus=True):
         return drawing
 
     def watch_cursor(self) -> None:
+        """Redraw when the cursor moves."""
         self.refresh()
 
     def watch_flashed(self) -> None:
+        """Redraw when a flash starts or ends."""
         self.refresh()
