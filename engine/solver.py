@@ -37,6 +37,7 @@ from engine.cards import Card, deal
 from engine.game import Game, Position, Status
 from engine.heuristic import LOSS, WIN, evaluate
 from engine.rules import Ruleset
+from engine.tight import TightSearch
 
 Clock = Callable[[], float]
 
@@ -98,13 +99,15 @@ class _Search:
         self.failed: dict[bytes, int] = {}
         self.symmetries = _symmetries(rules.grid_size)
         self.node_limit: int | None = None
+        self.tight = TightSearch(rules, ranks, self.tick)
 
     def win_within(self, cards: int) -> bool:
         """Search for a win using at most ``cards`` cards; on success ``line`` holds it."""
         # A fresh board: a pass stopped by a limit leaves its board mid-line.
         self.board = Board(self.board.rules)
         self.line.clear()
-        return self._search(0, min(cards, len(self.ranks)))
+        cards = min(cards, len(self.ranks))
+        return cards >= self.goal_piles and self._search(0, cards)
 
     def _search(self, placed: int, limit: int) -> bool:
         """Whether the position after ``placed`` cards wins by card ``limit``.
@@ -120,16 +123,18 @@ class _Search:
             return False
         goal = self.goal_piles
         remaining = limit - placed
-        tight = goal - board.piles == remaining
+        if goal - board.piles == remaining:
+            # No card to spare: the bitboard endgame search takes over.
+            cells = self.tight.solve_from(board, placed)
+            if cells is not None:
+                self.line.extend(cells)
+                return True
+            self.failed[key] = limit
+            return False
         rank = self.ranks[placed]
         limit_down = board.limit
         children: list[tuple[int, int, int]] = []
-        targets = board.targets()
-        if tight:
-            # No card to spare: stacking would leave a pile short at the end.
-            height = board.height
-            targets = [cell for cell in targets if not height[cell]]
-        for cell in targets:
+        for cell in board.targets():
             token = board.place(cell, rank)
             down = board.face_down
             if down <= limit_down:
@@ -140,7 +145,8 @@ class _Search:
                     return True
                 # The child's bound: as many cards left as empty cells means no stacking,
                 # so its face-down pattern must be repairable by triggers alone.
-                if remaining > 1 and (goal - piles < remaining - 1 or repairable(board)):
+                spare = remaining - 1 - (goal - piles)
+                if spare > 0 or (spare == 0 and repairable(board)):
                     children.append((down, -piles, cell))
             board.undo(token)
         children.sort()
@@ -289,17 +295,25 @@ def solve(
     return Par(score, positions, proven, search.nodes, clock() - start, first_seconds)
 
 
-#: How many positions the beam keeps at each card.
-BEAM_WIDTH = 32
+#: How many positions the beam keeps at each card: wider only if narrower found no win.
+BEAM_WIDTHS = (64, 512)
 
 
 def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> list[int]:
     """A winning line (as cells) found by beam search on the heuristic, or ``[]``.
 
-    Keeps the :data:`BEAM_WIDTH` best distinct positions after each card; the first win
-    reached is returned. Cheap, and it wins almost every deal, so that the exact search
-    always has a line to report when its budget runs out.
+    Cheap, and it wins almost every deal, so that the exact search has a line to report
+    when its budget runs out; a wider beam is tried when a narrower one finds no win.
     """
+    for width in BEAM_WIDTHS:
+        line = _beam(ranks, rules, search, width)
+        if line:
+            return line
+    return []
+
+
+def _beam(ranks: Sequence[int], rules: Ruleset, search: _Search, width: int) -> list[int]:
+    """Keep the ``width`` best distinct positions after each card; return the first win."""
     beam: list[tuple[Board, list[int]]] = [(Board(rules), [])]
     for placed, rank in enumerate(ranks):
         cards_left = len(ranks) - placed - 1
@@ -326,7 +340,7 @@ def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> list[int
             board = beam[index][0].copy()
             board.place(cell, rank)
             next_beam.append((board, [*beam[index][1], cell]))
-            if len(next_beam) == BEAM_WIDTH:
+            if len(next_beam) == width:
                 break
         beam = next_beam
         if not beam:
