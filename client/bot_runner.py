@@ -94,8 +94,15 @@ class Bot:
         if isinstance(message, Welcome):
             if not message.resumed:
                 await self.connection.send(self.request)
+                return None
+            rejoin = self.tracker.seat_lost_on_drop()
+            if rejoin is not None:
+                self._ready_in = None
+                await self.connection.send(rejoin)
             return None
         if isinstance(message, Error):
+            if message.code is ErrorCode.ALREADY_JOINED:
+                return None  # a rejoin after a resume found the seat still ours
             if message.in_reply_to in ("quick_race", "join_race", "create_race", "hello"):
                 return describe_error(message)
             mirror = self.tracker.mirror

@@ -226,6 +226,15 @@ class Connection:
         self.welcome = answer
         return answer
 
+    @property
+    def local_port(self) -> int | None:
+        """This end's TCP port while connected (to tell connections apart in logs and tests)."""
+        socket = self._socket
+        if socket is None:
+            return None
+        port: int = socket.local_address[1]
+        return port
+
     async def send(self, message: ClientMessage) -> bool:
         """Send ``message`` if the link is up; ``False`` if it could not be sent now."""
         socket = self._socket

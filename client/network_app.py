@@ -33,6 +33,7 @@ from protocol import (
     ClientMessage,
     CreateRace,
     Error,
+    ErrorCode,
     JoinRace,
     ListRaces,
     MovePlaced,
@@ -171,9 +172,15 @@ class NetworkApp(FoursquareApp):
                 await self.connection.send(self.plan.request or ListRaces())
             elif isinstance(self.screen, LobbyScreen):
                 await self.connection.send(ListRaces())
+            else:
+                rejoin = self.tracker.seat_lost_on_drop()
+                if rejoin is not None and not self.plan.watch:
+                    await self.connection.send(rejoin)
             self._show_link()
             return
         if isinstance(message, Error):
+            if message.code is ErrorCode.ALREADY_JOINED and message.in_reply_to == "join_race":
+                return  # a rejoin after a resume found the seat still ours
             if message.in_reply_to == "place" and self.tracker.mirror is not None:
                 self.tracker.mirror.pending = None
                 await self._show_race()

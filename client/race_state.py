@@ -19,6 +19,8 @@ from engine import DECK, Card, Game, Position, Ruleset, Status
 from protocol import (
     Boards,
     CardToPlace,
+    ClientMessage,
+    JoinRace,
     MovePlaced,
     Progress,
     ProgressEntry,
@@ -26,6 +28,7 @@ from protocol import (
     RacerBoard,
     RacerStatus,
     RaceSnapshot,
+    RaceState,
     ServerMessage,
 )
 from protocol.result import RacerOutcome, RacerResult, Verification, rank_racers, verify_result
@@ -183,6 +186,19 @@ class RaceTracker:
         """The race's ruleset (the default until the snapshot arrives)."""
         return self.snapshot.options.ruleset if self.snapshot is not None else Ruleset()
 
+
+    def seat_lost_on_drop(self) -> ClientMessage | None:
+        """What to send after a resume to get back a seat the drop gave up, if any.
+
+        The server frees a racer's seat when its connection drops before the start (a
+        lobby must not wait for the departed), so a resumed racer joins again.
+        """
+        snapshot = self.snapshot
+        if snapshot is None or self.you is None or self.finished is not None:
+            return None
+        if snapshot.state in (RaceState.LOBBY, RaceState.COUNTDOWN):
+            return JoinRace(race=snapshot.race)
+        return None
 
     def names(self) -> dict[str, str]:
         """Racer names by id."""

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from client.connection import Connection
+from client.connection import Connection, LinkState
 from client.network_app import NetworkApp, Plan
 from client.screens.waiting import WaitingScreen
 from server.config import ServerConfig
-from tests.client.test_live import showing, start_bot, wait_until
+from tests.client.test_live import QUICK_RETRY, showing, start_bot, wait_until
 from tests.conftest import LiveServer, fast_config
 
 
@@ -39,3 +39,29 @@ async def test_the_waiting_room_lists_the_racers_and_counts_down(live_server: Li
         code = app.tracker.code
         assert code is not None and f"Code {code}" in text_of(app, "#race-info")
         bot.cancel()
+
+
+async def test_a_racer_dropped_in_the_waiting_room_takes_its_seat_again(
+    live_server: LiveServer,
+) -> None:
+    server = live_server.server
+    assert server is not None
+    app = NetworkApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), Plan.quick())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, WaitingScreen), "the waiting room")
+        bot = start_bot(live_server.url, "bot-1")
+        await wait_until(pilot, lambda: len(app.tracker.names()) == 2, "the bot in the room")
+        port = app.connection.local_port
+        # Only ann's connection fails; the server gives up her seat, as a lobby must.
+        for connection in list(server.connections):
+            if connection.remote_address[1] == port:
+                connection.transport.abort()
+        await wait_until(pilot, lambda: app.connection.reconnects == 1, "a reconnection")
+        await wait_until(pilot, lambda: app.connection.state is LinkState.ONLINE, "the resume")
+        race, ann = app.tracker.race, app.tracker.you
+        assert race is not None and ann is not None
+        await wait_until(pilot, lambda: server.hosts[race].race.has_racer(ann), "ann's seat again")
+        assert set(app.tracker.names().values()) == {"ann", "bot-1"}
+        assert showing(app, WaitingScreen)
+        bot.cancel()
+
