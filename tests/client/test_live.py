@@ -175,6 +175,8 @@ async def test_a_dropped_connection_is_resumed_and_the_race_goes_on(
         await wait_until(pilot, lambda: app.connection.reconnects == 1, "a reconnection")
         await wait_until(pilot, lambda: app.connection.state is LinkState.ONLINE, "the resume")
         assert LinkState.RECONNECTING in app.link.history
+        link = str(app.screen.query_one("#link").render())
+        assert link == f"Connected to {live_server.url} as ann."
         await play_out_by_keys(pilot, app)
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
         assert len(my_standing(app).moves) > 3
