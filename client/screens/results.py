@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from rich.text import Text
@@ -13,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from client.race_state import RaceTracker
 from client.screens.requests import BackToLobby
 from client.widgets.leaderboard import ordinal
-from engine import format_moves
+from engine import LossReason, format_moves
 from protocol import RaceFinished, RacerStatus
 
 _RESULT_WORDS = {
@@ -40,8 +41,11 @@ def verification_line(tracker: RaceTracker) -> str:
     return f"Seed {finished.seed}\n{mark}"
 
 
-def standings_rows(finished: RaceFinished, you: str | None) -> list[tuple[Text, ...]]:
-    """One row per racer: place, name, result, score, cards played, time."""
+def standings_rows(
+    finished: RaceFinished, you: str | None, reasons: Mapping[str, LossReason] | None = None
+) -> list[tuple[Text, ...]]:
+    """One row per racer: place, name, result (with why, for a loss), score, cards, time."""
+    reasons = reasons or {}
     rows: list[tuple[Text, ...]] = []
     for standing in finished.standings:
         seconds = (
@@ -51,12 +55,21 @@ def standings_rows(finished: RaceFinished, you: str | None) -> list[tuple[Text, 
         rows.append((
             Text(ordinal(standing.place)),
             Text(name + (" [bot]" if standing.bot else "")),
-            Text(_RESULT_WORDS.get(standing.status, standing.status.value)),
+            Text(_result_words(standing.status, reasons.get(standing.racer))),
             Text("" if standing.score is None else str(standing.score)),
             Text(str(standing.cards_played)),
             Text(seconds),
         ))
     return rows
+
+
+def _result_words(status: RacerStatus, reason: LossReason | None) -> str:
+    words = _RESULT_WORDS.get(status, status.value)
+    if status is RacerStatus.LOST and reason is not None:
+        words += {LossReason.FACE_DOWN: ": face down", LossReason.STOCK_EMPTY: ": stock out"}[
+            reason
+        ]
+    return words
 
 
 class ResultsScreen(Screen[None]):
@@ -87,7 +100,12 @@ class ResultsScreen(Screen[None]):
             return
         table = self.query_one("#standings", DataTable)
         table.add_columns("place", "racer", "result", "score", "played", "time")
-        for row in standings_rows(finished, self.tracker.you):
+        reasons = {
+            racer: entry.reason
+            for racer, entry in self.tracker.progress.items()
+            if entry.reason is not None
+        }
+        for row in standings_rows(finished, self.tracker.you, reasons):
             table.add_row(*row)
         self.query_one("#verified", Static).update(Text(verification_line(self.tracker)))
         mine = [s for s in finished.standings if s.racer == self.tracker.you]

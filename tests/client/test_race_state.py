@@ -155,3 +155,14 @@ def test_cards_are_only_ever_ones_dealt() -> None:
     mirror.receive_card(CardToPlace(race="r1", move=1, card=Card.parse("TH"), targets=((0, 0),),
                                     stock_left=39))
     assert mirror.racer_view().cards == (Card.parse("TH"),)
+
+
+def test_the_standings_say_why_a_game_was_lost() -> None:
+    from client.screens.results import standings_rows
+    from engine import LossReason
+
+    finished = finished_race(SEED, [(0, 0), (0, 1)])
+    lost = replace(finished.standings[0], status=RacerStatus.LOST)
+    rows = standings_rows(replace(finished, standings=(lost,)), "a", {"a": LossReason.FACE_DOWN})
+    assert [cell.plain for cell in rows[0]] == ["1st", "ann (you)", "lost: face down", "", "2",
+                                                "1.0 s"]
