@@ -821,7 +821,7 @@ def latency_plot(results: list[dict[str, Any]]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_sweep_docs(results: list[dict[str, Any]], command: str) -> None:
+def write_sweep_docs(results: list[dict[str, Any]], command: str, notes: list[str]) -> None:
     from bench.report import PERFORMANCE_DOC, machine_line, markdown_table, update_section
 
     plot = PERFORMANCE_DOC.parent / "load-latency.svg"
@@ -841,6 +841,8 @@ def write_sweep_docs(results: list[dict[str, Any]], command: str) -> None:
         markdown_table(["target", "racers", "moves/s", "RTT p50 (ms)", "RTT p99 (ms)",
                         "errors", "target CPU"], rows),
         "",
+        *notes,
+        *([""] if notes else []),
         f"Races of {first['race_size']}, think {first['think']:g} s, "
         f"{first['spectators']} spectators, {first['duration']:g} s per point. "
         f"Command: `{command}` ({machine_line()}).",
@@ -1006,7 +1008,8 @@ def main(argv: list[str] | None = None) -> int:
         rows, results = run_goals(args.duration)
         from bench.report import machine_line, markdown_table, update_section
 
-        text = markdown_table(["goal", "measured", "verdict"], rows)
+        text = "\n".join([markdown_table(["goal", "measured", "verdict"], rows), "",
+                          *caveats(results)]).rstrip()
         print(text)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.with_name("load-goals.json").write_text(
@@ -1034,6 +1037,25 @@ def main(argv: list[str] | None = None) -> int:
     if not results:
         print("nothing ran", file=sys.stderr)
         return 1
+    notes += caveats(results)
+    print(table(results))
+    for line in ratios(results) + notes:
+        print(line)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"settings": asdict(settings), "results": results},
+                                    indent=2) + "\n")
+    if args.write:
+        shown = " ".join(["python -m bench.load", *(argv if argv is not None else sys.argv[1:])])
+        if args.sweep:
+            write_sweep_docs(results, shown, notes)
+        else:
+            write_docs(results, shown, notes)
+    return 0
+
+
+def caveats(results: list[dict[str, Any]]) -> list[str]:
+    """Lines saying which runs a busy machine or a saturated generator made slower."""
+    notes = []
     for r in results:
         if max(r["server_cpu_wait_percent"], r["generator_cpu_wait_percent"]) > 10:
             notes.append(
@@ -1049,19 +1071,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['generator_cpu_percent']:.0f}% of its core, so its own queueing is in "
                 "these latencies."
             )
-    print(table(results))
-    for line in ratios(results) + notes:
-        print(line)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"settings": asdict(settings), "results": results},
-                                    indent=2) + "\n")
-    if args.write:
-        shown = " ".join(["python -m bench.load", *(argv if argv is not None else sys.argv[1:])])
-        if args.sweep:
-            write_sweep_docs(results, shown)
-        else:
-            write_docs(results, shown, notes)
-    return 0
+    return notes
 
 
 def note_once(notes: list[str], reason: str | None, target: str) -> bool:
