@@ -35,6 +35,7 @@ from protocol import (
     Error,
     ErrorCode,
     JoinRace,
+    LeaveRace,
     ListRaces,
     MovePlaced,
     Ok,
@@ -95,6 +96,8 @@ class NetworkApp(FoursquareApp):
         self.clock = clock
         self.tracker = RaceTracker()
         self.link = _Link()
+        self.left_races: set[str] = set()
+        """Races this client has left: what still comes about them is not shown."""
         connection.on_state = self._link_changed
         super().__init__(self._first_screen_for_plan)
 
@@ -159,9 +162,19 @@ class NetworkApp(FoursquareApp):
 
     async def on_back_to_lobby(self, event: BackToLobby) -> None:
         """Leave the finished race for the lobby."""
+        race = self.tracker.race
+        if race is not None:
+            await self.connection.send(LeaveRace(race=race))
+        await self._return_to_lobby()
+
+    async def _return_to_lobby(self) -> None:
+        """Forget the race (its late messages are ignored) and show the lobby."""
+        if self.tracker.race is not None:
+            self.left_races.add(self.tracker.race)
         self.tracker = RaceTracker()
-        await self.switch_screen(LobbyScreen(self.connection.name))
-        self._show_link()
+        if not isinstance(self.screen, LobbyScreen):
+            await self.switch_screen(LobbyScreen(self.connection.name))
+            self._show_link()
 
     # ---------------------------------------------------------- receiving
 
@@ -194,7 +207,9 @@ class NetworkApp(FoursquareApp):
             return
         if isinstance(message, Ok):
             if message.in_reply_to == "leave_race" and not self.plan.watch:
-                await self.on_back_to_lobby(BackToLobby())
+                await self._return_to_lobby()
+            return
+        if getattr(message, "race", None) in self.left_races:
             return
         self.tracker.apply(message)
         tracker, snapshot = self.tracker, self.tracker.snapshot

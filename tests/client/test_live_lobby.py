@@ -132,6 +132,17 @@ async def test_a_private_race_from_the_lobby_starts_when_everyone_is_ready(
         await pilot.press("n")
         await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby again")
         assert (await bot_run).standing is not None
+        finished_race = app.left_races
+        await pilot.click("#quick")  # the server let ann go: she may race again at once
+        await wait_until(pilot, lambda: showing(app, WaitingScreen), "a new waiting room")
+        assert app.tracker.race is not None and app.tracker.race not in finished_race
+        assert lobby_errors(app) == []
+
+
+def lobby_errors(app: NetworkApp) -> list[str]:
+    """Sentences left on the message line of the current screen, if it has one."""
+    found = app.screen.query("#message")
+    return [str(widget.render()) for widget in found if str(widget.render())]
 
 
 def snapshot_racers(app: NetworkApp) -> tuple[RacerInfo, ...]:
