@@ -61,8 +61,9 @@ class LobbyScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         """Actions on the left, open races on the right."""
-        yield Static(f"Foursquare Race · lobby · playing as {self.player}", id="title")
-        yield Static("", id="link")
+        yield Static(f"Foursquare Race · lobby · playing as {self.player}", id="title",
+                     markup=False)
+        yield Static("", id="link", markup=False)
         with Horizontal(id="lobby"):
             with Vertical(id="actions"):
                 yield Button("Quick race", id="quick", variant="primary")
@@ -80,7 +81,7 @@ class LobbyScreen(Screen[None]):
             with Vertical(id="races-panel"):
                 yield Label("Public races: Enter joins, ctrl+r refreshes")
                 yield DataTable(id="races", cursor_type="row")
-        yield Static("", id="message")
+        yield Static("", id="message", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:

@@ -42,7 +42,7 @@ class NetworkRaceScreen(RaceScreen):
     def compose_side(self) -> Iterable[Widget]:
         """The opponents panel and the link state."""
         yield Leaderboard("Racers", id="opponents")
-        yield Static("", id="link")
+        yield Static("", id="link", markup=False)
 
     def on_mount(self) -> None:
         """Draw the race as it stands and start the clock from the server's start time."""

@@ -42,14 +42,14 @@ class RaceScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         """Title, grid beside the status panel (and any side widgets), message, keys."""
-        yield Static(self.heading, id="title")
+        yield Static(self.heading, id="title", markup=False)
         with Horizontal(id="main"):
             with Middle(id="board"), Center():
                 yield GridView(id="grid")
             with Vertical(id="side"):
                 yield RaceStatus(id="status")
                 yield from self.compose_side()
-        yield Static("", id="message")
+        yield Static("", id="message", markup=False)
         yield Footer()
 
     def compose_side(self) -> Iterable[Widget]:

@@ -90,7 +90,7 @@ class ResultsScreen(Screen[None]):
         yield DataTable(id="standings", cursor_type="none")
         yield Static("", id="verified")
         yield Static("", id="my-moves")
-        yield Static("", id="link")
+        yield Static("", id="link", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:

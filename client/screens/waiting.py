@@ -37,11 +37,11 @@ class WaitingScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Race facts, the racers table, the countdown line."""
         yield Static("", id="title")
-        yield Static("", id="link")
+        yield Static("", id="link", markup=False)
         yield Static("", id="race-info")
         yield DataTable(id="racers", cursor_type="none")
         yield Static("", id="countdown")
-        yield Static("", id="message")
+        yield Static("", id="message", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:

@@ -43,7 +43,7 @@ class WatchScreen(Screen[None]):
                 yield Leaderboard("Leaderboard", id="leaderboard")
                 yield Static("", id="fog")
                 yield Static("", id="verified")
-                yield Static("", id="link")
+                yield Static("", id="link", markup=False)
         yield Footer()
 
     def on_resize(self) -> None:

@@ -165,3 +165,11 @@ async def test_the_hint_moves_the_cursor_to_the_default_bots_choice() -> None:
         assert screen.message.startswith(f"Hint: r{grid.cursor[0]}c{grid.cursor[1]}")
         await pilot.press("enter")
         assert screen.game.cards_played == 3
+
+
+async def test_text_that_looks_like_markup_is_shown_as_it_is() -> None:
+    async with solo("[b]seed[/x]") as (pilot, screen, _):
+        assert str(screen.query_one("#title").render()) == "Foursquare solo · seed [b]seed[/x]"
+        screen.say("Not there: [red]nothing[/]")
+        await pilot.pause()
+        assert screen.message == "Not there: [red]nothing[/]"
