@@ -235,7 +235,12 @@ class RaceTracker:
             self.mirror = RacerMirror(snapshot.options.ruleset)
 
     def leaderboard(self) -> list[ProgressEntry]:
-        """Every racer, best first, by the standings rule applied to the progress so far."""
+        """Every racer, best first: the official standings once the race has finished,
+        until then the standings rule applied to the progress so far.
+        """
+        if self.finished is not None:
+            order = [s.racer for s in self.finished.standings if s.racer in self.progress]
+            return [self.progress[racer] for racer in order]
         ranked = rank_racers(_as_result(entry) for entry in self.progress.values())
         return [self.progress[result.racer_id] for result in ranked]
 

@@ -166,3 +166,17 @@ def test_the_standings_say_why_a_game_was_lost() -> None:
     rows = standings_rows(replace(finished, standings=(lost,)), "a", {"a": LossReason.FACE_DOWN})
     assert [cell.plain for cell in rows[0]] == ["1st", "ann (you)", "lost: face down", "", "2",
                                                 "1.0 s"]
+
+
+def test_once_finished_the_leaderboard_is_the_official_standings() -> None:
+    tracker = RaceTracker()
+    tracker.apply(snapshot(RaceState.RUNNING, (
+        entry("a", RacerStatus.RESIGNED, 2, 1),
+        entry("b", RacerStatus.RESIGNED, 2, 1),
+    )))
+    assert [e.racer for e in tracker.leaderboard()] == ["a", "b"]  # a tie: joining order
+    finished = finished_race(SEED, [(0, 0), (0, 1)])
+    line = finished.standings[0]
+    bob_first = (replace(line, racer="b", name="bob"), replace(line, place=2, racer="a"))
+    tracker.apply(replace(finished, standings=bob_first))
+    assert [e.racer for e in tracker.leaderboard()] == ["b", "a"]
