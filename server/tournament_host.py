@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import importlib
 import queue
 import secrets
 import threading
@@ -24,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from websockets import broadcast
 from websockets.protocol import State
 
-from engine import Ruleset, deal
+from engine import Ruleset
+from engine.solver import NoWinnableSeed, winnable_seed
 from protocol import Error, ErrorCode, RaceFinished, Role
 from protocol.codec import encode
 from protocol.tournament import (
@@ -47,7 +47,6 @@ from protocol.tournament import (
     encode_tournament,
 )
 from server import race as core
-from server.journal import RaceOpened
 from server.logs import log_event
 from server.outgoing import millis
 from server.sessions import Session
@@ -106,30 +105,15 @@ class _Outgoing:
 
 
 class WinnableSeeds:
-    """Seeds the par solver (``engine.solver``) has proven winnable, found ahead of time.
-
-    A worker thread keeps ``ready`` of them in stock, so that dealing one seldom waits and
-    never holds up the event loop for a search. Raises ``RuntimeError`` when this server
-    has no solver.
-    """
+    """Seeds the par solver has shown winnable (:func:`engine.solver.winnable_seed`), found
+    ahead of time: a worker thread keeps ``ready`` of them in stock, so that dealing one
+    seldom waits and never holds up the event loop for a search."""
 
     def __init__(
-        self,
-        random_source: Callable[[], str],
-        rules: Ruleset = Ruleset(),
-        ready: int = 4,
-        budget: float = 0.5,
+        self, random_source: Callable[[], str], rules: Ruleset = Ruleset(), ready: int = 4
     ):
-        try:
-            solver: Any = importlib.import_module("engine.solver")
-        except ImportError:
-            raise RuntimeError(
-                "this server has no solver: winnable seeds are not available"
-            ) from None
-        self._solve = solver.solve
-        self._rules = rules
         self._random_source = random_source
-        self._budget = budget
+        self._rules = rules
         self._ready: queue.Queue[str] = queue.Queue(maxsize=ready)
         threading.Thread(target=self._fill, name="winnable-seeds", daemon=True).start()
 
@@ -139,11 +123,11 @@ class WinnableSeeds:
 
     def _fill(self) -> None:
         while True:
-            seed = self._random_source()
-            # Unproven within the budget counts as not winnable: the promise is strict.
-            line = self._solve(deal(seed), self._rules, budget=self._budget, prove=False)
-            if line.winnable:
-                self._ready.put(seed)
+            try:
+                found = winnable_seed(self._random_source, self._rules)
+            except NoWinnableSeed:
+                continue  # a run of hard deals: draw again
+            self._ready.put(found.seed)
 
 
 class TournamentDesk:
@@ -340,12 +324,10 @@ class TournamentDesk:
         """Create the race ``order`` asks for, seat its entrants, and start it."""
         server = self.server
         options = tournament.settings.race_options(len(order.entrants))
-        race = core.Race(order.race_id, order.seed, options)
-        opened = RaceOpened(
-            order.race_id, order.seed, options, None, self._now(), tournament.tournament_id
+        # One of the server's own race hosts, so that resumes and spectators find it.
+        host = server.open_race(
+            options, seed=order.seed, race_id=order.race_id, tournament_id=tournament.tournament_id
         )
-        host = server._host(race, opened)  # the server's own race hosts, so resumes find it
-        server.hosts[order.race_id] = host
         self._by_race[order.race_id] = tournament
         self._seat_and_start(tournament, order, host)
         log_event(
