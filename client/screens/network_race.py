@@ -48,6 +48,8 @@ class NetworkRaceScreen(RaceScreen):
         """Draw the race as it stands and start the clock from the server's start time."""
         self.composed = True
         snapshot = self.tracker.snapshot
+        if snapshot is not None:
+            self.status_panel.time_limit = snapshot.options.time_limit
         if snapshot is not None and snapshot.started_at is not None:
             self.start_clock((snapshot.server_time - snapshot.started_at) / 1000)
         else:

@@ -50,11 +50,19 @@ class RaceStatus(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.board = BoardView(Ruleset())
+        self.time_limit: float | None = None
+        """Seconds the race allows, shown beside the clock when there is a limit."""
 
     def show(self, board: BoardView) -> None:
         """Show ``board``'s numbers and card in hand."""
         self.board = board
         self.refresh(layout=True)
+
+    def _limit(self) -> str:
+        if self.time_limit is None:
+            return ""
+        minutes, seconds = divmod(round(self.time_limit), 60)
+        return f" of {minutes}:{seconds:02d}"
 
     def render(self) -> Text:
         """The card in hand as a card, then one labelled line per number."""
@@ -81,6 +89,6 @@ class RaceStatus(Widget):
             Text.assemble(("Stock      ", label), f"{board.stock_left} left"),
             Text.assemble(("Face down  ", label), meter),
             Text.assemble(("Played     ", label), str(board.cards_played)),
-            Text.assemble(("Clock      ", label), format_clock(self.elapsed)),
+            Text.assemble(("Clock      ", label), format_clock(self.elapsed), self._limit()),
         ]
         return Text("\n").join(lines)

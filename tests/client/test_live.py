@@ -22,6 +22,7 @@ from client.screens.results import ResultsScreen
 from client.screens.watch import WatchScreen
 from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
+from client.widgets.race_status import RaceStatus
 from protocol import QuickRace, RacerStatus, Role, Standing
 from tests.client.keys import place_by_keys
 from tests.conftest import LiveServer
@@ -118,6 +119,8 @@ async def test_a_whole_race_by_key_presses_against_a_bot(live_server: LiveServer
 async def test_the_opponents_panel_follows_the_other_racers(live_server: LiveServer) -> None:
     async with racing_a_bot(live_server.url) as (pilot, app, bot):
         panel = app.screen.query_one("#opponents", Leaderboard)
+        status = app.screen.query_one(RaceStatus)
+        assert "Clock" in status.render().plain and " of 10:00" in status.render().plain
         await wait_until(
             pilot,
             lambda: any(e.name == "bot-1" and e.status is not RacerStatus.RACING
