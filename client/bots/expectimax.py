@@ -20,10 +20,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from engine.heuristic import TUNED, WIN, Weights, evaluate
 from client.bots.view import RacerView
 from engine import Position
 from engine.board import Board
+from engine.heuristic import TUNED, WIN, Weights, evaluate
 
 
 class _OutOfTime(Exception):
@@ -40,16 +40,19 @@ class ExpectimaxStrategy:
         budget: float = 0.05,
         max_depth: int = 3,
         beam: int = 3,
+        root_beam: int = 4,
         weights: Weights = TUNED,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """``budget`` seconds per move (the search deepens while time is left, from
         greedy's one ply to ``max_depth`` plies); ``beam`` placements are searched deeper
-        at each inner decision; ``clock`` is injectable for tests.
+        at each inner decision, and ``root_beam`` placements of the card in hand at each
+        depth after the second; ``clock`` is injectable for tests.
         """
         self.budget = budget
         self.max_depth = max_depth
         self.beam = beam
+        self.root_beam = root_beam
         self.weights = weights
         self.clock = clock
         self._deadline = 0.0
@@ -67,10 +70,12 @@ class ExpectimaxStrategy:
             return board.position(best_cell)
         for depth in range(2, self.max_depth + 1):
             try:
-                cell = self._best_at_depth(board, ranked, rank, counts, cards_left, depth)
+                ranked = self._ranked_at_depth(board, ranked, rank, counts, cards_left, depth)
             except _OutOfTime:
                 break
-            best_cell = cell
+            best_cell = ranked[0][0]
+            # A deeper look is spent only on the placements the last depth liked best.
+            ranked = ranked[: self.root_beam]
         return board.position(best_cell)
 
     # ------------------------------------------------------------------ search
@@ -85,7 +90,7 @@ class ExpectimaxStrategy:
         scored.sort(key=lambda item: -item[1])
         return scored
 
-    def _best_at_depth(
+    def _ranked_at_depth(
         self,
         board: Board,
         ranked: list[tuple[int, float]],
@@ -93,18 +98,19 @@ class ExpectimaxStrategy:
         counts: list[int],
         cards_left: int,
         depth: int,
-    ) -> int:
-        """The root target with the best ``depth``-ply expected value."""
-        best_cell, best_value = ranked[0][0], float("-inf")
+    ) -> list[tuple[int, float]]:
+        """The root targets with their ``depth``-ply expected values, best first."""
+        scored = []
         for cell, static_value in ranked:
             if static_value <= -WIN:
                 continue
             token = board.place(cell, rank)
-            value = self._chance(board, counts, cards_left, depth - 1)
+            scored.append((cell, self._chance(board, counts, cards_left, depth - 1)))
             board.undo(token)
-            if value > best_value:
-                best_cell, best_value = cell, value
-        return best_cell
+        if not scored:
+            return ranked
+        scored.sort(key=lambda item: -item[1])
+        return scored
 
     def _chance(self, board: Board, counts: list[int], cards_left: int, depth: int) -> float:
         """Expected value over the next card's rank, each rank placed at its best target."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from engine.heuristic import TUNED, Weights, evaluate
 from client.bots.view import RacerView
 from engine import Position
+from engine.heuristic import TUNED, Weights, evaluate
 
 
 class RandomStrategy:
