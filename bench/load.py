@@ -922,11 +922,8 @@ def run_goals(duration: float) -> tuple[list[list[str]], list[dict[str, Any]]]:
     rows, results = [], []
     for name, runs, check in goals(duration):
         measured: dict[str, dict[str, Any]] = {}
-        missing = None
-        for target, settings in runs:
-            missing = missing or unavailable(target)
-            if missing:
-                break
+        missing = next(filter(None, (unavailable(target) for target, _ in runs)), None)
+        for target, settings in [] if missing else runs:
             if (target, settings) not in done:
                 print(f"goal run: {target}, {settings.racers} racers in races of "
                       f"{settings.race_size}, think {settings.think:g} s ...",
