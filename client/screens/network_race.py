@@ -30,6 +30,7 @@ class NetworkRaceScreen(RaceScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+x", "resign", "resign"),
+        Binding("question_mark", "no_hints", show=False),
         Binding("q", "leave", "quit"),
     ]
 
@@ -87,6 +88,10 @@ class NetworkRaceScreen(RaceScreen):
                                 col=position[1]))
         )
         self.refresh_from_tracker()
+
+    def action_no_hints(self) -> None:
+        """Hints are for practice; say so rather than ignore the key."""
+        self.say("No hints in a race: they are for foursquare solo.")
 
     def action_resign(self) -> None:
         """Give up this race."""

@@ -130,6 +130,10 @@ async def test_the_opponents_panel_follows_the_other_racers(live_server: LiveSer
         bot_entry = next(e for e in panel.entries if e.name == "bot-1")
         assert "bot-1 [bot]" in panel.line_for(bot_entry)
         assert bot_entry.cards_played > 0
+        await pilot.press("question_mark")
+        race_screen = app.screen
+        assert isinstance(race_screen, NetworkRaceScreen)
+        assert race_screen.message == "No hints in a race: they are for foursquare solo."
         await pilot.press("ctrl+x")  # resign: the race ends, as nobody is left racing
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
         assert my_standing(app).status is RacerStatus.RESIGNED
