@@ -55,6 +55,22 @@ def _add_server_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+MAX_NAME = 32
+"""The longest name the protocol accepts."""
+
+
+def _refuse_name(name: str) -> bool:
+    """Say why the server would refuse ``name`` before connecting; whether it would."""
+    if not name.strip():
+        problem = "a name needs at least one visible character"
+    elif len(name) > MAX_NAME:
+        problem = f"a name is at most {MAX_NAME} characters, not {len(name)}"
+    else:
+        return False
+    print(f"error: {problem}", file=sys.stderr)
+    return True
+
+
 def _default_name() -> str:
     try:
         return getpass.getuser()[:32] or "player"
@@ -76,6 +92,9 @@ def run_play(args: argparse.Namespace) -> int:
     from client.connection import Connection
     from client.network_app import NetworkApp, Plan
 
+    name = args.name if args.name is not None else _default_name()
+    if _refuse_name(name):
+        return 2
     if args.quick:
         plan = Plan.quick()
     elif args.race:
@@ -84,7 +103,7 @@ def run_play(args: argparse.Namespace) -> int:
         plan = Plan.create()
     else:
         plan = Plan()
-    app = NetworkApp(Connection(args.server, args.name or _default_name()), plan)
+    app = NetworkApp(Connection(args.server, name), plan)
     return app.run() or 0
 
 
@@ -94,6 +113,8 @@ def run_watch(args: argparse.Namespace) -> int:
     from client.network_app import NetworkApp, Plan
     from protocol import Role
 
+    if _refuse_name(args.name):
+        return 2
     connection = Connection(args.server, args.name, role=Role.SPECTATOR)
     return NetworkApp(connection, Plan.spectate(args.code)).run() or 0
 

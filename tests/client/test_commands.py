@@ -1,4 +1,4 @@
-"""``foursquare bot`` as a person runs it, against ``foursquare serve`` in a child process."""
+"""The client commands as a person runs them: `foursquare bot`, and names refused early."""
 
 from __future__ import annotations
 
@@ -31,3 +31,17 @@ def test_bots_with_no_server_say_so_and_fail(capsys: pytest.CaptureFixture[str])
     status = main(["bot", "--server", "ws://127.0.0.1:1", "--quick", "--pace", "0"])
     assert status == 1
     assert "Cannot reach the server at ws://127.0.0.1:1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (["play", "--name", "x" * 33], "a name is at most 32 characters, not 33"),
+        (["watch", "CODE", "--name", "  "], "a name needs at least one visible character"),
+    ],
+)
+def test_a_name_the_server_would_refuse_is_refused_before_connecting(
+    argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*argv, "--server", "ws://127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err == f"error: {problem}\n"
