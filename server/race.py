@@ -646,10 +646,7 @@ class Race:
         racer = self._racer(racer_id)
         if move_number >= 1 and move_number <= len(racer.accepted):
             return self._answer_again(racer, move_number)
-        if self.phase is not Phase.RUNNING:
-            raise RaceError(RaceErrorCode.NOT_RUNNING, "the race is not running")
-        if racer.outcome is not None:
-            raise RaceError(RaceErrorCode.NOT_RACING, f"your race is over ({racer.outcome.value})")
+        self._check_racing(racer, now)
         expected = racer.game.cards_played + 1
         if move_number != expected:
             raise RaceError(
@@ -684,10 +681,7 @@ class Race:
     def resign(self, racer_id: str, now: float) -> list[Send]:
         """Give up: the racer stops, and is ranked with what it has."""
         racer = self._racer(racer_id)
-        if self.phase is not Phase.RUNNING:
-            raise RaceError(RaceErrorCode.NOT_RUNNING, "the race is not running")
-        if racer.outcome is not None:
-            raise RaceError(RaceErrorCode.NOT_RACING, f"your race is over ({racer.outcome.value})")
+        self._check_racing(racer, now)
         racer.outcome = RacerOutcome.RESIGNED
         self._still_racing -= 1
         self.revision += 1
@@ -710,6 +704,17 @@ class Race:
         self._spectators = max(0, self._spectators - 1)
 
     # ------------------------------------------------------------ internal
+
+    def _check_racing(self, racer: _Racer, now: float) -> None:
+        """Refuse a move or resignation unless the racer is still playing in time."""
+        if self.phase is not Phase.RUNNING:
+            raise RaceError(RaceErrorCode.NOT_RUNNING, "the race is not running")
+        ends_at = self.ends_at
+        if ends_at is not None and now >= ends_at:
+            # The clock's tick that times everyone out may not have run yet.
+            raise RaceError(RaceErrorCode.NOT_RUNNING, "the race's time limit has passed")
+        if racer.outcome is not None:
+            raise RaceError(RaceErrorCode.NOT_RACING, f"your race is over ({racer.outcome.value})")
 
     def _racer(self, racer_id: str) -> _Racer:
         racer = self._racers.get(racer_id)

@@ -200,6 +200,9 @@ def test_the_time_limit_times_out_whoever_is_still_playing() -> None:
     race.place("p0", 1, (0, 0), now=11.0)
     assert race.next_deadline() == 70.0
     assert race.tick(now=69.9) == []
+    with pytest.raises(RaceError) as late:
+        race.place("p0", 2, (0, 1), now=70.0)  # before the clock's tick got to run
+    assert late.value.code is RaceErrorCode.NOT_RUNNING
     sends = race.tick(now=70.0)
     (finished,) = events_to(sends, Audience.EVERYONE, RaceFinished)
     assert isinstance(finished, RaceFinished)
