@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument(
         "--strong-games", type=int, default=1000, help="deals for expectimax (the slow one)"
     )
-    parser.add_argument("--budget", type=float, default=0.05, help="expectimax seconds per move")
+    parser.add_argument("--budget", type=float, default=0.1, help="expectimax seconds per move")
     parser.add_argument(
         "--par-budget", type=float, default=0.5, help="solver seconds per deal for the gap to par"
     )

@@ -29,8 +29,12 @@ class Weights:
     at_limit: float = 1.0
 
 
-#: The tuned weights.
+#: The tuned weights for one ply (greedy).
 TUNED = Weights()
+
+#: The tuned weights for the leaves of a look-ahead (expectimax): piles and repairability
+#: count for more once the search itself sees the next card's risks.
+LOOKAHEAD = Weights(pile=8.0, repairable=8.0)
 
 
 def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from client.bots.view import RacerView
 from engine import Position
 from engine.board import Board
-from engine.heuristic import TUNED, WIN, Weights, evaluate
+from engine.heuristic import LOOKAHEAD, WIN, Weights, evaluate
 
 
 class _OutOfTime(Exception):
@@ -37,11 +37,11 @@ class ExpectimaxStrategy:
 
     def __init__(
         self,
-        budget: float = 0.05,
+        budget: float = 0.1,
         max_depth: int = 3,
         beam: int = 3,
-        root_beam: int = 4,
-        weights: Weights = TUNED,
+        root_beam: int = 6,
+        weights: Weights = LOOKAHEAD,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """``budget`` seconds per move (the search deepens while time is left, from
