@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from cli.game_commands import add_ruleset_arguments, ruleset_from
-from engine import format_moves
+from engine import Ruleset, format_moves
 from engine.solver import NoWinnableSeed, Par, par, random_seed, winnable_seed
 
 Subparsers = Any  # argparse's _SubParsersAction is private
@@ -53,6 +53,15 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _ruleset_or_complain(args: argparse.Namespace) -> Ruleset | None:
+    """The ruleset from the options, or ``None`` after saying on stderr what is wrong."""
+    try:
+        return ruleset_from(args)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+
+
 def describe_par(result: Par) -> str:
     """The solver's verdict in words, e.g. ``par 24 (proven)``."""
     if result.score is None:
@@ -64,10 +73,8 @@ def describe_par(result: Par) -> str:
 
 def run_par(args: argparse.Namespace) -> int:
     """Solve the deal and print the verdict, the line and the search's size."""
-    try:
-        rules = ruleset_from(args)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+    rules = _ruleset_or_complain(args)
+    if rules is None:
         return 2
     result = par(args.seed, rules, args.budget)
     print(describe_par(result))
@@ -80,10 +87,8 @@ def run_par(args: argparse.Namespace) -> int:
 
 def run_seeds(args: argparse.Namespace) -> int:
     """Print ``-n`` seeds; with ``--winnable`` only seeds shown winnable."""
-    try:
-        rules = ruleset_from(args)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+    rules = _ruleset_or_complain(args)
+    if rules is None:
         return 2
     if args.n < 0:
         print("error: -n cannot be negative", file=sys.stderr)
