@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
+from typing import cast
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -27,6 +28,7 @@ from protocol import (
     ErrorCode,
     Hello,
     Limits,
+    Message,
     ProtocolError,
     Role,
     ServerMessage,
@@ -34,6 +36,7 @@ from protocol import (
     decode_server,
     encode,
 )
+from protocol.tournament import TournamentClientMessage
 
 CLIENT_NAME = "foursquare-tui/0.1"
 DEFAULT_SERVER = "ws://127.0.0.1:8765"
@@ -235,13 +238,14 @@ class Connection:
         port: int = socket.local_address[1]
         return port
 
-    async def send(self, message: ClientMessage) -> bool:
+    async def send(self, message: ClientMessage | TournamentClientMessage) -> bool:
         """Send ``message`` if the link is up; ``False`` if it could not be sent now."""
         socket = self._socket
         if socket is None:
             return False
         try:
-            await socket.send(encode(message))
+            # Tournament messages are registered with the same codec (protocol.tournament).
+            await socket.send(encode(cast(Message, message)))
         except ConnectionClosed:
             return False
         return True

@@ -200,6 +200,13 @@ class RaceTracker:
             return JoinRace(race=snapshot.race)
         return None
 
+    def seat(self, racer_id: str) -> None:
+        """Race as ``racer_id`` in the current race. A tournament seats its entrants itself,
+        so no join answer names them: the client knows its id from the tournament."""
+        if self.snapshot is not None and self.you is None:
+            self.you = racer_id
+            self.mirror = RacerMirror(self.snapshot.options.ruleset)
+
     def names(self) -> dict[str, str]:
         """Racer names by id."""
         if self.snapshot is None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from textual.message import Message
 
 from protocol import ClientMessage
+from protocol.tournament import TournamentClientMessage
 
 
 class ServerRequest(Message):
     """Send ``request`` to the server; the app owns the connection and does it."""
 
-    def __init__(self, request: ClientMessage) -> None:
+    def __init__(self, request: ClientMessage | TournamentClientMessage) -> None:
         super().__init__()
         self.request = request
 
