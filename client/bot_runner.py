@@ -25,6 +25,7 @@ from protocol import (
     Standing,
     Welcome,
 )
+from protocol.tournament import TournamentClientMessage
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -55,7 +56,8 @@ class Bot:
     """One bot racer: feed it the server's messages with :meth:`receive`."""
 
     def __init__(
-        self, connection: Connection, request: ClientMessage, strategy: Strategy,
+        self, connection: Connection, request: ClientMessage | TournamentClientMessage,
+        strategy: Strategy,
         *, pace: float = 0.0, sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.connection = connection

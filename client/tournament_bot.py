@@ -1,0 +1,122 @@
+"""Bots that enter a tournament and race every race it deals them, until it is over.
+
+A :class:`TournamentBot` is a :class:`~client.bot_runner.Bot` whose request is
+``join_tournament``: the tournament seats it in its races itself, so a ``race`` snapshot
+whose racers include the bot's entrant id is its next race, and it plays that race's
+cards as any bot plays its race.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from client.bot_runner import Bot
+from client.bots import get_strategy
+from client.connection import DEFAULT_BACKOFF, Backoff, Connection, ConnectionFailed, describe_error
+from client.race_state import RaceTracker
+from protocol import Error, ErrorCode, RaceSnapshot, RaceState, ServerMessage, Welcome
+from protocol.tournament import (
+    JoinTournament,
+    TournamentStanding,
+    TournamentState,
+    TournamentStatus,
+    WatchTournament,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentBotResult:
+    """How one bot's tournament went: its final line in the standings, or why it stopped."""
+
+    name: str
+    standing: TournamentStanding | None = None
+    failure: str | None = None
+
+    def describe(self) -> str:
+        """One line for the terminal."""
+        line = self.standing
+        if line is None:
+            return f"{self.name}: {self.failure or 'no result'}"
+        place = f"{'tied ' if line.tied else ''}place {line.place}"
+        return (
+            f"{self.name}: {place}, {line.points} points, {line.stock_left} stock left, "
+            f"{line.games} games"
+        )
+
+
+class TournamentBot(Bot):
+    """One bot entrant; :meth:`play` runs until the tournament has finished."""
+
+    def __init__(self, connection: Connection, code: str, strategy: str, *, pace: float = 0.0):
+        self.code = code.upper()
+        super().__init__(connection, JoinTournament(tournament=self.code), get_strategy(strategy),
+                         pace=pace)
+        self.state: TournamentState | None = None
+        self.you: str | None = None
+
+    async def play(self) -> TournamentBotResult:
+        """Enter, race whatever is dealt, and say where the bot ended up."""
+        name = self.connection.name
+        try:
+            async for message in self.connection.messages():
+                failure = await self.receive(message)
+                if failure is not None:
+                    await self.connection.close()
+                    return TournamentBotResult(name, failure=failure)
+                if self.state is not None and self.state.status is TournamentStatus.FINISHED:
+                    await self.connection.close()
+                    mine = [s for s in self.state.standings if s.entrant == self.you]
+                    if not mine:
+                        return TournamentBotResult(name, failure="removed by the host")
+                    return TournamentBotResult(name, standing=mine[0])
+        except ConnectionFailed as error:
+            return TournamentBotResult(name, failure=str(error))
+        return TournamentBotResult(name, failure="the server closed the connection")
+
+    async def receive(self, message: ServerMessage) -> str | None:
+        """React to one message; returns a sentence if the bot has to give up."""
+        if isinstance(message, Welcome) and message.resumed:
+            # Watching a tournament belongs to a connection: ask again on the new one.
+            await self.connection.send(WatchTournament(tournament=self.code))
+            return None
+        if isinstance(message, TournamentState):
+            self.state = message
+            self.you = message.you or self.you
+            return None
+        if isinstance(message, Error):
+            if message.code is ErrorCode.ALREADY_ENTERED:
+                await self.connection.send(WatchTournament(tournament=self.code))
+                return None
+            if message.in_reply_to in ("join_tournament", "watch_tournament"):
+                return describe_error(message)
+        if isinstance(message, RaceSnapshot) and message.race != self.tracker.race:
+            you = self.you
+            if you is None or all(racer.racer != you for racer in message.racers):
+                return None  # a race not ours
+            if message.state in (RaceState.LOBBY, RaceState.COUNTDOWN):
+                return None  # being seated: the started race's snapshot follows at once
+            self.tracker = RaceTracker()
+            self.tracker.apply(message)
+            self.tracker.seat(you)
+        return await super().receive(message)
+
+
+async def run_tournament_bots(
+    url: str,
+    count: int,
+    code: str,
+    strategy: str,
+    *,
+    pace: float = 0.0,
+    name_prefix: str | None = None,
+    backoff: Backoff = DEFAULT_BACKOFF,
+) -> list[TournamentBotResult]:
+    """Enter ``count`` bots in tournament ``code``; each plays until the tournament ends."""
+    prefix = name_prefix or "bot"
+    bots = [
+        TournamentBot(Connection(url, f"{prefix}-{index + 1}", bot=True, backoff=backoff),
+                      code, strategy, pace=pace)
+        for index in range(count)
+    ]
+    return list(await asyncio.gather(*(bot.play() for bot in bots)))
