@@ -27,11 +27,18 @@ def register(subparsers: Subparsers) -> None:
     start.add_argument("--quick", action="store_true", help="join a public race at once")
     start.add_argument("--race", metavar="CODE", help="join the race with this code")
     start.add_argument("--create", action="store_true", help="open a private race")
+    start.add_argument(
+        "--tournament", metavar="CODE", help="enter the tournament with this join code"
+    )
     play.set_defaults(run=run_play)
 
     watch = subparsers.add_parser("watch", help="watch a race: every board and the leaderboard")
     _add_server_argument(watch)
-    watch.add_argument("code", metavar="CODE", help="the race's code")
+    what = watch.add_mutually_exclusive_group(required=True)
+    what.add_argument("code", metavar="CODE", nargs="?", help="the race's code")
+    what.add_argument(
+        "--tournament", metavar="TCODE", help="watch a tournament: standings and its races"
+    )
     watch.add_argument("--name", default="spectator", help="your name as a spectator")
     watch.set_defaults(run=run_watch)
 
@@ -40,6 +47,9 @@ def register(subparsers: Subparsers) -> None:
     where = bot.add_mutually_exclusive_group(required=True)
     where.add_argument("--quick", action="store_true", help="join a public race")
     where.add_argument("--race", metavar="CODE", help="join the race with this code")
+    where.add_argument(
+        "--tournament", metavar="TCODE", help="enter a tournament and race until it ends"
+    )
     bot.add_argument("--strategy", help="how the bots play (default: the strongest)")
     bot.add_argument("-n", type=int, default=1, metavar="N", help="how many bots (default 1)")
     bot.add_argument(
@@ -95,6 +105,11 @@ def run_play(args: argparse.Namespace) -> int:
     name = args.name if args.name is not None else _default_name()
     if _refuse_name(name):
         return 2
+    if args.tournament:
+        from client.tournament_app import TournamentApp
+
+        connection = Connection(args.server, name)
+        return TournamentApp(connection, args.tournament, playing=True).run() or 0
     if args.quick:
         plan = Plan.quick()
     elif args.race:
@@ -108,19 +123,23 @@ def run_play(args: argparse.Namespace) -> int:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    """``foursquare watch CODE``."""
+    """``foursquare watch CODE`` and ``foursquare watch --tournament CODE``."""
     from client.connection import Connection
     from client.network_app import NetworkApp, Plan
+    from client.tournament_app import TournamentApp
     from protocol import Role
 
     if _refuse_name(args.name):
         return 2
     connection = Connection(args.server, args.name, role=Role.SPECTATOR)
+    if args.tournament:
+        return TournamentApp(connection, args.tournament, playing=False).run() or 0
     return NetworkApp(connection, Plan.spectate(args.code)).run() or 0
 
 
 def run_bot(args: argparse.Namespace) -> int:
-    """``foursquare bot``: the bots play one race, then each prints how it went."""
+    """``foursquare bot``: the bots play one race (or a whole tournament), then each prints
+    how it went."""
     import asyncio
 
     from client.bot_runner import run_bots
@@ -135,6 +154,15 @@ def run_bot(args: argparse.Namespace) -> int:
     if not 1 <= args.n <= 100:
         print("error: -n must be from 1 to 100", file=sys.stderr)
         return 2
+    if args.tournament:
+        from client.tournament_bot import run_tournament_bots
+
+        entered = asyncio.run(
+            run_tournament_bots(args.server, args.n, args.tournament, strategy, pace=args.pace)
+        )
+        for entry in entered:
+            print(entry.describe())
+        return 0 if all(entry.standing is not None for entry in entered) else 1
     request = JoinRace(race=args.race) if args.race else QuickRace()
     results = asyncio.run(run_bots(args.server, args.n, request, strategy, pace=args.pace))
     for result in results:
