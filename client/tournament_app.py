@@ -13,6 +13,7 @@ name us: a snapshot whose racers include our entrant id is our race.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from textual.screen import Screen
 
@@ -22,7 +23,12 @@ from client.race_state import FINISHED_STATUSES, RaceTracker
 from client.screens.failure import FailureScreen
 from client.screens.race import Clock
 from client.screens.requests import BackToLobby
-from client.screens.tournament import TournamentRaceScreen, TournamentScreen
+from client.screens.results import ResultsScreen
+from client.screens.tournament import (
+    TournamentRaceScreen,
+    TournamentResultsScreen,
+    TournamentScreen,
+)
 from client.screens.watch import WatchScreen
 from client.tournament_state import TournamentTracker
 from protocol import (
@@ -50,6 +56,13 @@ class TournamentApp(NetworkApp):
         self.tournament = TournamentTracker(code.upper())
         self.playing = playing
         super().__init__(connection, Plan(watch=not playing), clock)
+
+    async def _ensure(self, kind: type[Screen[None]], build: Callable[[], Screen[None]]) -> None:
+        """The network app's screens, but results that lead back to the standings."""
+        if kind is ResultsScreen:
+            tracker = self.tracker
+            kind, build = TournamentResultsScreen, lambda: TournamentResultsScreen(tracker)
+        await super()._ensure(kind, build)
 
     def _first_screen_for_plan(self) -> Screen[None]:
         return self._standings_screen()

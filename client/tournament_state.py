@@ -139,7 +139,8 @@ class TournamentTracker:
         paused = " · paused by the host" if state.paused else ""
         ending = " · ending: the races in progress finish and count" if state.ending else ""
         if state.format is TournamentFormat.ROUNDS:
-            return f"Round {state.round} of {state.rounds}{paused}{ending}"
+            between = " over · the host starts the next" if not state.races else ""
+            return f"Round {state.round} of {state.rounds}{between}{paused}{ending}"
         return f"Arena · {self._time_left(state, now)}{paused}{ending}"
 
     def _time_left(self, state: TournamentState, now: float) -> str:

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Footer, Static
 from client.race_state import RaceTracker
 from client.screens.race import Clock
 from client.screens.requests import ServerRequest
+from client.screens.results import ResultsScreen
 from client.screens.watch import WatchScreen
 from client.tournament_state import TournamentTracker, standing_cells
 from client.widgets.leaderboard import Leaderboard
@@ -198,6 +199,14 @@ class TournamentScreen(Screen[None]):
     def action_quit_app(self) -> None:
         """Leave the client."""
         self.app.exit(0)
+
+
+class TournamentResultsScreen(ResultsScreen):
+    """The results of one of the entrant's races: ``n`` goes back to the standings."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "next_race", "standings"),
+    ]
 
 
 class TournamentRaceScreen(WatchScreen):

@@ -14,7 +14,11 @@ import pytest
 from client.connection import Connection
 from client.screens.network_race import NetworkRaceScreen
 from client.screens.results import ResultsScreen
-from client.screens.tournament import TournamentRaceScreen, TournamentScreen
+from client.screens.tournament import (
+    TournamentRaceScreen,
+    TournamentResultsScreen,
+    TournamentScreen,
+)
 from client.tournament_app import TournamentApp
 from client.tournament_bot import run_tournament_bots
 from client.widgets.grid import GridView
@@ -80,10 +84,10 @@ async def test_an_entrant_races_a_round_by_key_presses_and_comes_back_to_the_sta
         await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the race screen")
         await play_out_by_keys(pilot, app)
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        assert isinstance(app.screen, TournamentResultsScreen), "n leads to the standings"
         assert app.tracker.verify().ok
         await pilot.press("n")
         await wait_until(pilot, lambda: showing(app, TournamentScreen), "the standings")
-        state = app.tournament.state
         await wait_until(pilot, lambda: app.tournament.state is not None
                          and finished(app.tournament.state), "the tournament's end")
         state = app.tournament.state
@@ -144,6 +148,7 @@ async def test_a_spectator_follows_the_races_and_sees_the_standings_after_a_roun
         tied = [place for place in places if place.startswith("=")]
         assert all(places.count(place) > 1 for place in tied), "ties are marked on each"
         assert text_of(app, "#races-heading") == "No race in progress."
+        assert text_of(app, "#phase") == "Round 1 of 2 over · the host starts the next"
 
         await host.control(HostAction.END)
         await wait_until(pilot, lambda: app.tournament.state is not None
