@@ -28,7 +28,8 @@ def register(subparsers: Subparsers) -> None:
     start.add_argument("--race", metavar="CODE", help="join the race with this code")
     start.add_argument("--create", action="store_true", help="open a private race")
     start.add_argument(
-        "--tournament", metavar="CODE", help="enter the tournament with this join code"
+        "--tournament", metavar="CODE", type=tournament_code,
+        help="enter the tournament with this join code",
     )
     play.set_defaults(run=run_play)
 
@@ -37,7 +38,8 @@ def register(subparsers: Subparsers) -> None:
     what = watch.add_mutually_exclusive_group(required=True)
     what.add_argument("code", metavar="CODE", nargs="?", help="the race's code")
     what.add_argument(
-        "--tournament", metavar="TCODE", help="watch a tournament: standings and its races"
+        "--tournament", metavar="TCODE", type=tournament_code,
+        help="watch a tournament: standings and its races",
     )
     watch.add_argument("--name", default="spectator", help="your name as a spectator")
     watch.set_defaults(run=run_watch)
@@ -48,7 +50,8 @@ def register(subparsers: Subparsers) -> None:
     where.add_argument("--quick", action="store_true", help="join a public race")
     where.add_argument("--race", metavar="CODE", help="join the race with this code")
     where.add_argument(
-        "--tournament", metavar="TCODE", help="enter a tournament and race until it ends"
+        "--tournament", metavar="TCODE", type=tournament_code,
+        help="enter a tournament and race until it ends",
     )
     bot.add_argument("--strategy", help="how the bots play (default: the strongest)")
     bot.add_argument("-n", type=int, default=1, metavar="N", help="how many bots (default 1)")
@@ -67,6 +70,21 @@ def _add_server_argument(parser: argparse.ArgumentParser) -> None:
 
 MAX_NAME = 32
 """The longest name the protocol accepts."""
+
+
+def tournament_code(text: str) -> str:
+    """A join code as typed, upper-cased; refused before connecting if the protocol would
+    refuse it (4 to 16 letters and digits, as ``protocol.tournament.TOURNAMENT_CODE``).
+
+    >>> tournament_code("k7q2mx")
+    'K7Q2MX'
+    """
+    code = text.strip().upper()
+    if not (4 <= len(code) <= 16 and code.isascii() and code.isalnum()):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a tournament code: those are 4 to 16 letters and digits"
+        )
+    return code
 
 
 def _refuse_name(name: str) -> bool:

@@ -107,7 +107,7 @@ class TournamentApp(NetworkApp):
         elif race is not None and race == self.tracker.race:
             await super().receive(message)
             if isinstance(message, RaceFinished):
-                self._show_watched()
+                self.tournament.own_race_finished(message)
 
     async def _refused(self, error: Error) -> None:
         if error.code is ErrorCode.ALREADY_ENTERED:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from client.race_state import RaceTracker
 from client.widgets.race_status import format_clock
-from protocol import RaceSnapshot, ServerMessage
+from protocol import RaceFinished, RaceSnapshot, ServerMessage
 from protocol.tournament import (
     EntrantState,
     TournamentFormat,
@@ -107,6 +107,14 @@ class TournamentTracker:
         tracker = self.races.get(race) if isinstance(race, str) else None
         if tracker is not None:
             tracker.apply(message)
+
+    def own_race_finished(self, finished: RaceFinished) -> None:
+        """One of our races ended. In an arena, an entrant who made no move in it is taken
+        out of pairing until it asks again, so the screen must offer ``a``."""
+        state = self.state
+        idle = [line for line in finished.standings if line.racer == self.you and not line.moves]
+        if state is not None and state.format is TournamentFormat.ARENA and idle:
+            self.available = False
 
     # ------------------------------------------------------------ telling
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from client.connection import Connection
+from client.screens.failure import FailureScreen
 from client.screens.network_race import NetworkRaceScreen
 from client.screens.results import ResultsScreen
 from client.screens.tournament import (
@@ -201,3 +202,11 @@ async def test_bots_enter_a_tournament_and_play_it_to_the_end(
     assert {result.standing.games for result in results if result.standing} == {2}
     assert results[0].describe().startswith("filler-1: ")
     await host.close()
+
+
+async def test_an_unknown_tournament_code_is_a_sentence_on_screen(live_server: LiveServer) -> None:
+    app = TournamentApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), "NOPE42",
+                        playing=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, FailureScreen), "the failure screen")
+        assert text_of(app, "#failure").startswith("No tournament has that code.")
