@@ -21,11 +21,24 @@ def register(subparsers: Subparsers) -> None:
         "serve",
         help="run the race server",
         description="Run the race server. Each flag can also be set by an environment "
-        "variable: FOURSQUARE_HOST, FOURSQUARE_PORT, FOURSQUARE_DB (flags win).",
+        "variable: FOURSQUARE_HOST, FOURSQUARE_PORT, FOURSQUARE_DB, FOURSQUARE_SYNC (flags win).",
     )
     serve_parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve_parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
     serve_parser.add_argument("--db", help="SQLite journal file (default foursquare.db)")
+    serve_parser.add_argument(
+        "--sync",
+        choices=["normal", "full"],
+        help="what an acknowledged move survives: 'normal' (default) a killed or crashed "
+        "server process; 'full' also an operating-system crash or power loss, at the cost "
+        "of a disk flush per journal commit",
+    )
+    serve_parser.add_argument(
+        "--no-journal",
+        action="store_true",
+        help="BENCHMARK ONLY: store nothing (no journal, no recovery: every race is lost "
+        "when the server stops); measures what the journal costs",
+    )
     serve_parser.add_argument(
         "--quick-countdown",
         type=float,
@@ -62,13 +75,20 @@ def run_serve(args: argparse.Namespace) -> int:
     from server.logs import configure_logging
 
     try:
-        config = ServerConfig.from_environment(host=args.host, port=args.port, db=args.db)
+        config = ServerConfig.from_environment(
+            host=args.host, port=args.port, db=args.db, sync=args.sync
+        )
+        if args.no_journal:
+            config = dataclasses.replace(config, journal=False)
         if args.quick_countdown is not None:
             config = dataclasses.replace(config, quick_countdown=args.quick_countdown)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     configure_logging()
+    if not config.journal:
+        print("warning: --no-journal: nothing is stored; every race is lost when the server "
+              "stops (for benchmarks only)", file=sys.stderr)
 
     def started(server: Any) -> None:
         # One plain line on stdout, for people and for scripts waiting for the port.
@@ -125,8 +145,6 @@ def run_verify(args: argparse.Namespace) -> int:
     for problem in verification.problems:
         print(f"REFUTED: {problem}")
     return 1
-
-
 
 
 def read_result(text: str) -> RaceResult:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import http
 import logging
-import secrets
 import signal
 from collections.abc import Callable
 
@@ -37,9 +37,10 @@ from protocol import (
     encode,
 )
 from server import race as core
+from server.codes import new_code
 from server.config import ServerConfig
 from server.host import RaceHost
-from server.journal import Journal, PlayerRecord, RaceOpened, Recovered, rebuild
+from server.journal import DisabledJournal, Journal, PlayerRecord, RaceOpened, Recovered, rebuild
 from server.logs import log_event
 from server.metrics import Metrics
 from server.outgoing import card_message, millis, race_options
@@ -52,9 +53,8 @@ SERVER_INFO = protocol.ServerInfo(name="foursquare", version="0.1.0")
 #: At most this many open races in one ``races`` answer: a lobby shows a page, not a census.
 LISTED_RACES = 100
 
-# Race ids double as the codes people type to join: no 0/O or 1/I/L to confuse.
-_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-_CODE_LENGTH = 8
+#: Race ids double as the codes people type to join a private race.
+RACE_CODE_LENGTH = 8
 
 
 class _Refused(Exception):
@@ -109,9 +109,11 @@ class RaceServer:
 
     async def start(self) -> None:
         """Open the journal, recover unfinished races, and listen."""
-        self._journal = await asyncio.to_thread(Journal, self.config.db)
-        recovered = await asyncio.to_thread(Journal.load, self.config.db)
-        self._recover(recovered)
+        if self.config.journal:
+            self._journal = await asyncio.to_thread(Journal, self.config.db, sync=self.config.sync)
+            self._recover(await asyncio.to_thread(Journal.load, self.config.db))
+        else:
+            self._journal = DisabledJournal()
         self.tournaments.start()
         self._server = await serve(
             self._handle,
@@ -125,7 +127,13 @@ class RaceServer:
             ping_timeout=self.config.ping_timeout,
         )
         self.port = self._server.sockets[0].getsockname()[1]
-        log_event("server_start", url=self.url, db=self.config.db, races=len(self.hosts))
+        log_event(
+            "server_start",
+            url=self.url,
+            db=self.config.db if self.config.journal else None,
+            sync=self.config.sync.value,
+            races=len(self.hosts),
+        )
 
     async def stop(self) -> None:
         """Shut down gracefully: stop accepting, flush every race and the journal, then
@@ -170,7 +178,9 @@ class RaceServer:
     def _recover(self, recovered: Recovered) -> None:
         """Bring back every player and every unfinished race from the journal."""
         for player in recovered.players:
-            self.sessions.add(Session(player.player_id, player.token_hash, player.name, player.bot))
+            self.sessions.add(
+                Session(player.player_id, player.token_hash, player.name, player.bot, player.role)
+            )
         for stored in recovered.races:
             race = rebuild(stored)  # fast: replaying a whole race takes about a millisecond
             if not race.racer_ids:
@@ -337,7 +347,12 @@ class RaceServer:
             session, token = self.sessions.create(hello.name, hello.bot, hello.role)
             await self.journal.write(
                 PlayerRecord(
-                    session.session_id, session.token_hash, session.name, session.bot, self._now()
+                    session.session_id,
+                    session.token_hash,
+                    session.name,
+                    session.bot,
+                    self._now(),
+                    session.role,
                 )
             )
         session.connection = connection
@@ -405,34 +420,33 @@ class RaceServer:
         bucket = TokenBucket(self.config.rate_per_second, self.config.rate_burst, self._now())
         strikes = bad = 0
         loop = asyncio.get_running_loop()
-        while True:
-            try:
-                async with asyncio.timeout(self.config.idle_timeout):
-                    frame = await connection.recv()
-            except TimeoutError:
-                await connection.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
-                return
-            received_at = loop.time()
-            if not bucket.allow(self._now()):
-                strikes += 1
-                await self._refuse(
-                    connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages")
-                )
-                if strikes >= self.config.rate_strikes:
-                    await connection.close(CloseCode.RATE_LIMITED, "rate limit")
-                    return
-                continue
-            try:
-                message = decode_client(frame, self.limits)
-            except ProtocolError as error:
-                bad += 1
-                if not await self._refuse(connection, error, error.close_code):
-                    return
-                if bad >= self.config.bad_messages:
-                    await connection.close(CloseCode.PROTOCOL_ERROR, "too many bad messages")
-                    return
-                continue
-            await self._answer(connection, session, message, received_at)
+        idle = _IdleWatch(connection, self.config.idle_timeout, self._closing)
+        try:
+            while True:
+                frame = await connection.recv()
+                received_at = idle.heard = loop.time()
+                if not bucket.allow(self._now()):
+                    strikes += 1
+                    await self._refuse(
+                        connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages")
+                    )
+                    if strikes >= self.config.rate_strikes:
+                        await connection.close(CloseCode.RATE_LIMITED, "rate limit")
+                        return
+                    continue
+                try:
+                    message = decode_client(frame, self.limits)
+                except ProtocolError as error:
+                    bad += 1
+                    if not await self._refuse(connection, error, error.close_code):
+                        return
+                    if bad >= self.config.bad_messages:
+                        await connection.close(CloseCode.PROTOCOL_ERROR, "too many bad messages")
+                        return
+                    continue
+                await self._answer(connection, session, message, received_at)
+        finally:
+            idle.cancel()
 
     async def _answer(
         self,
@@ -702,9 +716,7 @@ class RaceServer:
         """Create and journal a race with these options (and this seed, if given: races of
         a tournament share one). Private races (``public=False``) get their id as a code."""
         if race_id is None:
-            race_id = _new_code()
-            while race_id in self.hosts:
-                race_id = _new_code()
+            race_id = new_code(RACE_CODE_LENGTH, taken=self.hosts)
         if seed is None:
             seed = self.config.seed_source()
         race = core.Race(race_id, seed, options, code=None if options.public else race_id)
@@ -766,13 +778,59 @@ class RaceServer:
         return self.config.clock()
 
 
-def _new_code() -> str:
-    return "".join(secrets.choice(_CODE_ALPHABET) for _ in range(_CODE_LENGTH))
+class _IdleWatch:
+    """Closes a connection that sends nothing for ``timeout`` seconds.
+
+    One timer per connection, pushed back lazily: a message only records when it was
+    heard (``heard``), and the timer, when it fires, sleeps again until the new deadline.
+    Re-arming a timer on every message would cost more than the message.
+    """
+
+    def __init__(
+        self, connection: ServerConnection, timeout: float, closing: set[asyncio.Task[None]]
+    ):
+        self._connection = connection
+        self._timeout = timeout
+        self._closing = closing
+        self._loop = asyncio.get_running_loop()
+        self.heard = self._loop.time()
+        """Loop time of the last message from the connection."""
+        self._timer = self._loop.call_at(self.heard + timeout, self._check)
+
+    def _check(self) -> None:
+        due = self.heard + self._timeout
+        if self._loop.time() < due:
+            self._timer = self._loop.call_at(due, self._check)
+            return
+        closing = asyncio.create_task(
+            self._connection.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
+        )
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
+    def cancel(self) -> None:
+        """Stop watching (the connection ended)."""
+        self._timer.cancel()
 
 
 def _remote(connection: ServerConnection) -> str | None:
     address = connection.remote_address
     return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else None
+
+
+#: The cyclic garbage collector's thresholds in a server process (CPython's are 700, 10, 10).
+#: Every move allocates a few hundred short-lived objects that reference counting frees;
+#: counted against 700 they set off a young collection every few moves, and each young
+#: collection brings the next full one (which scans every connection and race) closer.
+GC_THRESHOLDS = (10_000, 10, 10)
+
+
+def _tune_collector() -> None:
+    """Collect what starting left behind, set it aside for good (modules, recovered races:
+    never garbage, never scanned again), and collect the young generation less often."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 async def run_server(
@@ -784,6 +842,7 @@ async def run_server(
     """
     server = RaceServer(config)
     await server.start()
+    _tune_collector()
     if started is not None:
         started(server)
     return await server.serve_until_signalled()

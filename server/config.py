@@ -7,10 +7,16 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from server.journal import Sync
 from server.race import SeedSource, random_seed
 
 #: Environment variables read by :meth:`ServerConfig.from_environment`, by field.
-ENVIRONMENT = {"host": "FOURSQUARE_HOST", "port": "FOURSQUARE_PORT", "db": "FOURSQUARE_DB"}
+ENVIRONMENT = {
+    "host": "FOURSQUARE_HOST",
+    "port": "FOURSQUARE_PORT",
+    "db": "FOURSQUARE_DB",
+    "sync": "FOURSQUARE_SYNC",
+}
 
 Clock = Callable[[], float]
 """Seconds since the Unix epoch (a wall clock: race times survive a restart)."""
@@ -24,6 +30,11 @@ class ServerConfig:
     port: int = 8765
     """0 picks a free port (tests)."""
     db: str = "foursquare.db"
+    sync: Sync = Sync.NORMAL
+    """What a journal commit survives: a killed server (``normal``) or also a power loss
+    (``full``, one ``fsync`` per group commit)."""
+    journal: bool = True
+    """``False`` only to measure the journal's cost: nothing is stored, nothing recovered."""
     quick_countdown: float = 5.0
     """Seconds of countdown in a quick race once it has its minimum racers."""
     quick_min_racers: int = 2
@@ -59,6 +70,7 @@ class ServerConfig:
         host: str | None = None,
         port: int | None = None,
         db: str | None = None,
+        sync: str | None = None,
     ) -> ServerConfig:
         """Defaults, overridden by environment variables, overridden by flags (not ``None``)."""
         port_text = environ.get(ENVIRONMENT["port"])
@@ -68,10 +80,17 @@ class ServerConfig:
             except ValueError:
                 raise ValueError(f"FOURSQUARE_PORT must be a number, not {port_text!r}") from None
         defaults = cls()
+        sync_text = sync if sync is not None else environ.get(ENVIRONMENT["sync"])
+        try:
+            sync_mode = defaults.sync if sync_text is None else Sync(sync_text.lower())
+        except ValueError:
+            choices = " or ".join(mode.value for mode in Sync)
+            raise ValueError(f"the sync mode must be {choices}, not {sync_text!r}") from None
         config = cls(
             host=host if host is not None else environ.get(ENVIRONMENT["host"], defaults.host),
             port=port if port is not None else defaults.port,
             db=db if db is not None else environ.get(ENVIRONMENT["db"], defaults.db),
+            sync=sync_mode,
         )
         if not 0 <= config.port <= 65535:
             raise ValueError(f"the port must be from 0 to 65535, not {config.port}")

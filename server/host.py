@@ -81,6 +81,9 @@ class RaceHost:
         self._pending_records = list(first_records)
         self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
         self._wake = asyncio.Event()
+        self._sleeping_until = float("-inf")
+        """The clock's next wake-up (server clock); a command with an earlier deadline
+        wakes it, the rest leave it asleep (most moves do not move the deadline)."""
         self._tasks = [
             asyncio.create_task(self._pump(), name=f"race-{race.race_id}-outbox"),
             asyncio.create_task(self._run_clock(), name=f"race-{race.race_id}-clock"),
@@ -133,7 +136,9 @@ class RaceHost:
                 received_at,
             )
         )
-        self._wake.set()
+        deadline = self.race.next_deadline()
+        if deadline is not None and deadline < self._sleeping_until:
+            self._wake.set()
 
     def tell(self, connection: ServerConnection, *messages: ServerMessage) -> None:
         """Send ``messages`` to one connection, in order after everything already queued."""
@@ -213,9 +218,11 @@ class RaceHost:
         while self.race.phase is not core.Phase.FINISHED:
             self._wake.clear()
             deadline = self.race.next_deadline()
+            self._sleeping_until = float("inf") if deadline is None else deadline
             timeout = None if deadline is None else max(0.0, deadline - self._clock())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+            self._sleeping_until = float("-inf")
             try:
                 self.apply(core.Tick())
             except Exception as error:  # a clock that dies silently would freeze the race
@@ -226,7 +233,7 @@ class RaceHost:
         while (item := await self._outbox.get()) is not None:
             if item.committed is not None:
                 try:
-                    await asyncio.wrap_future(item.committed)
+                    await self._journal.wait(item.committed)
                 except Exception as error:
                     # Not durable, so never announced. The race in memory is now ahead of
                     # the journal, so it must not answer anyone again: fail-stop, and let

@@ -1,17 +1,26 @@
 """The journal: every accepted command and every result, in SQLite, before anyone hears of it.
 
 Writes go through one dedicated thread that drains a queue and commits whatever has
-gathered in one transaction (group commit): a burst of moves costs one ``fsync``, and the
+gathered in one transaction (group commit): a burst of moves costs one commit, and the
 event loop never waits on the disk, only on a future it can ``await``.
+
+How durable a commit is depends on :class:`Sync`. With ``NORMAL`` (the default) a commit
+is in the operating system's hands when it returns: a server process killed at any
+moment (SIGKILL, a crash, an out-of-memory kill) loses no committed transaction, because
+WAL frames written before the kill are read back at the next start. Only a crash of the
+operating system or a power loss can roll back the last commits before the WAL's next
+checkpoint. With ``FULL`` every commit also waits for ``fsync``, which survives power
+loss too, at the price of one disk flush per group commit on every move's path.
 
 A race is journaled as its opening (id, seed, options) and the list of commands it
 accepted with their times; :func:`rebuild` replays them through a fresh
 :class:`~server.race.Race`, which is deterministic, so a server killed at any moment comes
 back with every race exactly as it was after the last acknowledged command.
 
-Tables (``schema_version`` 1):
+Tables (``schema_version`` 2; a version 1 file gains ``players.role`` when opened):
 
-- ``players``: one row per player identity; the resume token is kept only as a SHA-256.
+- ``players``: one row per player identity and its role (player or spectator); the resume
+  token is kept only as a SHA-256.
 - ``races``: one row per race; ``tournament_id`` is there for hosted tournaments.
 - ``race_commands``: the commands, in order, by race.
 - ``results``: the result of each finished race, as the JSON record ``verify`` reads.
@@ -23,13 +32,15 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import json
-import queue
+import os
 import sqlite3
 import threading
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
 
+from protocol import Role
 from protocol.result import RaceResult
 from server.race import (
     Command,
@@ -45,7 +56,7 @@ from server.race import (
     Tick,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -54,7 +65,8 @@ CREATE TABLE IF NOT EXISTS players (
     token_hash BLOB NOT NULL UNIQUE,
     name TEXT NOT NULL,
     bot INTEGER NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    role TEXT NOT NULL DEFAULT 'player'
 );
 CREATE TABLE IF NOT EXISTS races (
     race_id TEXT PRIMARY KEY,
@@ -78,8 +90,14 @@ CREATE TABLE IF NOT EXISTS results (
 );
 """
 
-#: How many records one transaction takes at most, so a flood cannot starve the futures.
-MAX_BATCH = 2000
+class Sync(Enum):
+    """SQLite's ``synchronous`` setting for the journal: what a commit survives."""
+
+    NORMAL = "normal"
+    """A commit survives the server process being killed (WAL); an OS crash or power loss
+    may roll back the last commits."""
+    FULL = "full"
+    """A commit is flushed to the disk (``fsync``) before it counts: survives power loss."""
 
 
 # ------------------------------------------------------------------ records
@@ -94,6 +112,8 @@ class PlayerRecord:
     name: str
     bot: bool
     created_at: float
+    role: Role = Role.PLAYER
+    """A spectator session stays one after a restart."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,14 +217,12 @@ def rebuild(stored: StoredRace) -> Race:
 # ------------------------------------------------------------------ journal
 
 
-@dataclass(slots=True)
-class _Batch:
-    records: tuple[Record, ...]
-    done: concurrent.futures.Future[None]
-
-
 class Journal:
     """The SQLite journal (WAL mode) and its writer thread.
+
+    Records submitted while the writer is busy wait together and go into its next
+    transaction; they share one future, so a commit costs the event loop one wake-up
+    however many moves it held.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "j.db")
@@ -215,14 +233,20 @@ class Journal:
     ['ann']
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, sync: Sync = Sync.NORMAL):
         self.path = Path(path)
-        with _connect(self.path) as connection:
+        self.sync = sync
+        with _connect(self.path, sync) as connection:
             connection.executescript(_SCHEMA)
-            if connection.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 0:
-                connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            _migrate(connection)
         connection.close()
-        self._queue: queue.Queue[_Batch | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._wanted = threading.Condition(self._lock)
+        self._gathering: list[Record] = []
+        self._gathered: concurrent.futures.Future[None] | None = None
+        """The future of the records gathering for the next transaction."""
+        self._waiters: dict[concurrent.futures.Future[None], asyncio.Future[None]] = {}
+        """One event-loop future per pending transaction, shared by everyone waiting."""
         self._closed = False
         self.batches_committed = 0
         self.records_committed = 0
@@ -232,16 +256,35 @@ class Journal:
     # ------------------------------------------------------------- writing
 
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
-        """Queue ``records`` for the next transaction; the future resolves once committed."""
-        if self._closed:
-            raise RuntimeError("the journal is closed")
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._queue.put(_Batch(records, done))
-        return done
+        """Queue ``records`` for the next transaction; the future resolves once committed
+        (it is shared with the other records of that transaction)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the journal is closed")
+            done = self._gathered
+            if done is None:
+                done = self._gathered = concurrent.futures.Future()
+                self._wanted.notify()
+            self._gathering.extend(records)
+            return done
+
+    async def wait(self, done: concurrent.futures.Future[None]) -> None:
+        """Wait (in the event loop) until the transaction behind ``done`` has committed;
+        raises what the commit raised."""
+        if done.done():
+            done.result()
+            return
+        waiter = self._waiters.get(done)
+        if waiter is None:
+            # One wrapper per transaction: the writer thread then wakes the loop once.
+            waiter = self._waiters[done] = asyncio.wrap_future(done)
+            waiter.add_done_callback(lambda _: self._waiters.pop(done, None))
+        # Shielded: a waiter that is cancelled must not cancel everyone else's wait.
+        await asyncio.shield(waiter)
 
     async def write(self, *records: Record) -> None:
         """Write ``records`` and return once they are committed, without blocking the loop."""
-        await asyncio.wrap_future(self.submit(*records))
+        await self.wait(self.submit(*records))
 
     def write_now(self, *records: Record) -> None:
         """Write ``records`` and wait for the commit (for code outside an event loop)."""
@@ -249,53 +292,49 @@ class Journal:
 
     def close(self) -> None:
         """Commit everything queued, then stop the writer thread."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._wanted.notify()
         self._thread.join()
 
     def _run(self) -> None:
-        connection = _connect(self.path)
+        connection = _connect(self.path, self.sync)
         try:
             while True:
-                first = self._queue.get()
-                if first is None:
-                    return
-                batches = [first]
-                stopping = False
-                while len(batches) < MAX_BATCH:
-                    try:
-                        more = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        stopping = True
-                        break
-                    batches.append(more)
-                self._commit(connection, batches)
+                with self._lock:
+                    while self._gathered is None and not self._closed:
+                        self._wanted.wait()
+                    records, done = self._gathering, self._gathered
+                    self._gathering, self._gathered = [], None
+                    stopping = self._closed
+                if done is not None:
+                    self._commit(connection, records, done)
                 if stopping:
                     return
         finally:
             connection.close()
 
-    def _commit(self, connection: sqlite3.Connection, batches: list[_Batch]) -> None:
+    def _commit(
+        self,
+        connection: sqlite3.Connection,
+        records: list[Record],
+        done: concurrent.futures.Future[None],
+    ) -> None:
         try:
             connection.execute("BEGIN IMMEDIATE")
-            for batch in batches:
-                for record in batch.records:
-                    _insert(connection, record)
+            for record in records:
+                _insert(connection, record)
             connection.execute("COMMIT")
         except sqlite3.Error as error:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
-            for batch in batches:
-                batch.done.set_exception(error)
+            done.set_exception(error)
             return
         self.batches_committed += 1
-        self.records_committed += sum(len(batch.records) for batch in batches)
-        for batch in batches:
-            batch.done.set_result(None)
+        self.records_committed += len(records)
+        done.set_result(None)
 
     # ------------------------------------------------------------- reading
 
@@ -307,9 +346,9 @@ class Journal:
         connection = _connect(Path(path))
         try:
             players = tuple(
-                PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4])
+                PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]))
                 for row in connection.execute(
-                    "SELECT player_id, token_hash, name, bot, created_at FROM players"
+                    "SELECT player_id, token_hash, name, bot, created_at, role FROM players"
                 )
             )
             races = []
@@ -350,22 +389,69 @@ class Journal:
         return None if row is None else RaceResult.from_json(row[0])
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _migrate(connection: sqlite3.Connection) -> None:
+    """Bring a journal written by an older server up to :data:`SCHEMA_VERSION`."""
+    row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
+    version = row[0]
+    if version is None:
+        connection.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+        return
+    if version < 2:
+        columns = {info[1] for info in connection.execute("PRAGMA table_info(players)")}
+        if "role" not in columns:
+            # Version 1 did not store roles: every session it kept was a player's.
+            connection.execute(
+                "ALTER TABLE players ADD COLUMN role TEXT NOT NULL DEFAULT 'player'"
+            )
+        connection.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+
+
+def _connect(path: Path, sync: Sync = Sync.NORMAL) -> sqlite3.Connection:
     # Autocommit mode: transactions are begun and committed explicitly in _commit.
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
     connection.execute("PRAGMA journal_mode=WAL")
-    # FULL: a commit is on disk before the move it holds is acknowledged.
-    connection.execute("PRAGMA synchronous=FULL")
+    # What a commit survives before the move it holds is acknowledged: see Sync.
+    connection.execute(f"PRAGMA synchronous={sync.value.upper()}")
     connection.execute("PRAGMA busy_timeout=5000")
     return connection
 
 
+class DisabledJournal(Journal):
+    """No journal: every write counts as committed at once and nothing is stored.
+
+    Only for measuring what the journal costs (``foursquare serve --no-journal``, which
+    says so): a server run like this forgets every race and player when it stops.
+    """
+
+    def __init__(self) -> None:
+        self.path = Path(os.devnull)
+        self.sync = Sync.NORMAL
+        self._closed = False
+        self.batches_committed = 0
+        self.records_committed = 0
+
+    def submit(self, *records: Record) -> concurrent.futures.Future[None]:
+        """A future that is already done: nothing is written."""
+        if self._closed:
+            raise RuntimeError("the journal is closed")
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        done.set_result(None)
+        self.batches_committed += 1
+        self.records_committed += len(records)
+        return done
+
+    def close(self) -> None:
+        """Refuse further writes."""
+        self._closed = True
+
+
 def _insert(connection: sqlite3.Connection, record: Record) -> None:
     match record:
-        case PlayerRecord(player_id, token_hash, name, bot, created_at):
+        case PlayerRecord(player_id, token_hash, name, bot, created_at, role):
             connection.execute(
-                "INSERT OR REPLACE INTO players VALUES (?, ?, ?, ?, ?)",
-                (player_id, token_hash, name, int(bot), created_at),
+                "INSERT OR REPLACE INTO players"
+                " (player_id, token_hash, name, bot, created_at, role) VALUES (?, ?, ?, ?, ?, ?)",
+                (player_id, token_hash, name, int(bot), created_at, role.value),
             )
         case RaceOpened(race_id, seed, options, code, created_at, tournament_id):
             connection.execute(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -362,7 +362,10 @@ class _Racer:
     ready: bool = False
     outcome: RacerOutcome | None = None
     finish_time: float | None = None
-    accepted: list[MoveAccepted] = field(default_factory=list)
+    last_accepted: MoveAccepted | None = None
+    """The latest move's answer, for a retry; older ones are rebuilt from the moves (kept
+    compact: a big race holds tens of thousands of moves, and the collector scans each
+    object a race keeps)."""
     shown: Game | None = None
     """The board as spectators last saw it, advanced move by move behind the fog."""
 
@@ -644,7 +647,7 @@ class Race:
         changes: that makes a retry after a reconnect safe.
         """
         racer = self._racer(racer_id)
-        if move_number >= 1 and move_number <= len(racer.accepted):
+        if move_number >= 1 and move_number <= racer.game.cards_played:
             return self._answer_again(racer, move_number)
         self._check_racing(racer, now)
         expected = racer.game.cards_played + 1
@@ -669,7 +672,7 @@ class Race:
         accepted = MoveAccepted(
             racer_id, move_number, position, card, flips, racer.game.stock_left, racer.progress()
         )
-        racer.accepted.append(accepted)
+        racer.last_accepted = accepted
         sends = [Send(racer_id, accepted)]
         next_card = racer.card_to_place()
         if next_card is not None:
@@ -749,11 +752,41 @@ class Race:
         return [self._changed(now)]
 
     def _answer_again(self, racer: _Racer, move_number: int) -> list[Send]:
-        sends = [Send(racer.racer_id, racer.accepted[move_number - 1])]
+        latest = move_number == racer.game.cards_played
+        accepted = racer.last_accepted if latest else None
+        sends = [Send(racer.racer_id, accepted or self._accepted_again(racer, move_number))]
         card = racer.card_to_place()
-        if card is not None and move_number == len(racer.accepted):
+        if card is not None and latest:
             sends.append(Send(racer.racer_id, card))
         return sends
+
+    def _accepted_again(self, racer: _Racer, move_number: int) -> MoveAccepted:
+        """What move ``move_number`` of ``racer`` was answered with, replayed from the deal."""
+        game = Game(self._stock, self.options.ruleset, self.seed)
+        moves = racer.game.moves
+        for move in moves[: move_number - 1]:
+            game.play(move)
+        card = game.card
+        assert card is not None  # the move was played, so there was a card to place
+        position = moves[move_number - 1]
+        flips = tuple(e for e in game.play(position) if isinstance(e, Flipped))
+        # Only a game's last move can end it; the outcome is then the one that move gave.
+        ended = game.status is not Status.PLAYING
+        line = ProgressLine(
+            racer_id=racer.racer_id,
+            name=racer.name,
+            bot=racer.bot,
+            status=racer.outcome.value if ended and racer.outcome else "racing",
+            cards_played=game.cards_played,
+            face_up=game.face_up,
+            face_down=game.face_down,
+            score=game.score,
+            finish_time=racer.finish_time if ended else None,
+            reason=game.loss_reason,
+        )
+        return MoveAccepted(
+            racer.racer_id, move_number, position, card, flips, game.stock_left, line
+        )
 
     def _after_progress(self, now: float) -> list[Send]:
         done = self._finish_if_done(now)

@@ -47,6 +47,7 @@ from protocol.tournament import (
     encode_tournament,
 )
 from server import race as core
+from server.codes import new_code
 from server.logs import log_event
 from server.outgoing import millis
 from server.sessions import Session
@@ -83,9 +84,8 @@ if TYPE_CHECKING:
     from server.app import RaceServer
     from server.host import RaceHost
 
-# Join codes avoid 0/O and 1/I/L, which people misread.
-_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-_CODE_LENGTH = 6
+#: Tournament codes are shorter than race ids: people read them out in a room.
+TOURNAMENT_CODE_LENGTH = 6
 
 #: Tournament messages a client may send, handled by :meth:`TournamentDesk.dispatch`.
 TOURNAMENT_REQUESTS = tuple(TOURNAMENT_CLIENT_MESSAGES.values())
@@ -155,7 +155,8 @@ class TournamentDesk:
             asyncio.create_task(self._pump(), name="tournaments-outbox"),
             asyncio.create_task(self._run_clock(), name="tournaments-clock"),
         ]
-        for tournament in load_tournaments(self.server.config.db):
+        stored = load_tournaments(self.server.config.db) if self.server.config.journal else []
+        for tournament in stored:
             tournament.seed_source = self._seed_source(tournament.settings)
             self._adopt(tournament)
             if tournament.status is TournamentStatus.FINISHED:
@@ -276,9 +277,7 @@ class TournamentDesk:
             seeds = self._seed_source(settings)
         except (ValueError, RuntimeError) as error:
             raise _Refused(ErrorCode.BAD_MESSAGE, f"create_tournament.options: {error}") from None
-        code = _new_code()
-        while code in self.tournaments:
-            code = _new_code()
+        code = new_code(TOURNAMENT_CODE_LENGTH, taken=self.tournaments)
         token = secrets.token_urlsafe(24)
         tournament = Tournament(code, code, hash_token(token), settings, self._now(), seeds)
         self._adopt(tournament)
@@ -432,7 +431,7 @@ class TournamentDesk:
         while (item := await self._outbox.get()) is not None:
             if item.committed is not None:
                 try:
-                    await asyncio.wrap_future(item.committed)
+                    await self.server.journal.wait(item.committed)
                 except Exception as error:
                     log_event("journal_error", error=repr(error))
                     continue
@@ -530,5 +529,3 @@ def _send_all(messages: list[tuple[Iterable[ServerConnection], TournamentServerM
         broadcast(connections, encode_tournament(message))
 
 
-def _new_code() -> str:
-    return "".join(secrets.choice(_CODE_ALPHABET) for _ in range(_CODE_LENGTH))

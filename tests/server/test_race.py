@@ -150,6 +150,23 @@ def test_a_repeated_move_number_is_answered_again_not_applied_twice() -> None:
     assert line.cards_played == 1
 
 
+@pytest.mark.parametrize("seed", [WON_SEED, LOST_SEED])
+def test_every_earlier_move_is_answered_again_as_it_was_first_answered(seed: str) -> None:
+    race = started_race(seed)
+    _, moves = conformance_game(seed)
+    answers = []
+    for number, move in enumerate(moves, start=1):
+        (answer,) = events_to(race.place("p0", number, move, now=10.0 + number), "p0",
+                              MoveAccepted)
+        answers.append(answer)
+    race.resign("p1", now=100.0)  # the race ends; answers about p0's moves stay the same
+    assert answers[-1].progress.status in ("won", "lost")
+    for number, answer in enumerate(answers, start=1):
+        assert events_to(race.place("p0", number, (0, 0), now=101.0), "p0", MoveAccepted) == [
+            answer
+        ]
+
+
 @pytest.mark.parametrize("number", [0, 3, -1, 40])
 def test_a_move_number_out_of_turn_is_refused(number: int) -> None:
     race = started_race()
