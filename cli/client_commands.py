@@ -176,7 +176,7 @@ def run_bot(args: argparse.Namespace) -> int:
         from client.tournament_bot import run_tournament_bots
 
         entered = asyncio.run(
-            run_tournament_bots(args.server, args.n, args.tournament, strategy, pace=args.pace)
+            run_tournament_bots(args.server, args.tournament, strategy, args.n, pace=args.pace)
         )
         for entry in entered:
             print(entry.describe())

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from client.bot_runner import Bot
 from client.bots import get_strategy
-from client.connection import DEFAULT_BACKOFF, Backoff, Connection, ConnectionFailed, describe_error
+from client.connection import Connection, ConnectionFailed, describe_error
 from client.race_state import RaceTracker
 from protocol import Error, ErrorCode, RaceSnapshot, RaceState, ServerMessage, Welcome
 from protocol.tournament import (
@@ -59,20 +59,26 @@ class TournamentBot(Bot):
         """Enter, race whatever is dealt, and say where the bot ended up."""
         name = self.connection.name
         try:
-            async for message in self.connection.messages():
-                failure = await self.receive(message)
-                if failure is not None:
-                    await self.connection.close()
-                    return TournamentBotResult(name, failure=failure)
-                if self.state is not None and self.state.status is TournamentStatus.FINISHED:
-                    await self.connection.close()
-                    mine = [s for s in self.state.standings if s.entrant == self.you]
-                    if not mine:
-                        return TournamentBotResult(name, failure="removed by the host")
-                    return TournamentBotResult(name, standing=mine[0])
+            failure = await self._race_until_the_end()
         except ConnectionFailed as error:
-            return TournamentBotResult(name, failure=str(error))
-        return TournamentBotResult(name, failure="the server closed the connection")
+            failure = str(error)
+        finally:
+            await self.connection.close()
+        state = self.state
+        mine = [s for s in state.standings if s.entrant == self.you] if state else []
+        if failure is not None or not mine:
+            return TournamentBotResult(name, failure=failure or "removed by the host")
+        return TournamentBotResult(name, standing=mine[0])
+
+    async def _race_until_the_end(self) -> str | None:
+        """Answer the server until the tournament is over; a sentence if the bot must stop."""
+        async for message in self.connection.messages():
+            failure = await self.receive(message)
+            if failure is not None:
+                return failure
+            if self.state is not None and self.state.status is TournamentStatus.FINISHED:
+                return None
+        return "the server closed the connection"
 
     async def receive(self, message: ServerMessage) -> str | None:
         """React to one message; returns a sentence if the bot has to give up."""
@@ -103,20 +109,10 @@ class TournamentBot(Bot):
 
 
 async def run_tournament_bots(
-    url: str,
-    count: int,
-    code: str,
-    strategy: str,
-    *,
-    pace: float = 0.0,
-    name_prefix: str | None = None,
-    backoff: Backoff = DEFAULT_BACKOFF,
+    url: str, code: str, strategy: str, count: int = 1, *, pace: float = 0.0, prefix: str = "bot"
 ) -> list[TournamentBotResult]:
-    """Enter ``count`` bots in tournament ``code``; each plays until the tournament ends."""
-    prefix = name_prefix or "bot"
-    bots = [
-        TournamentBot(Connection(url, f"{prefix}-{index + 1}", bot=True, backoff=backoff),
-                      code, strategy, pace=pace)
-        for index in range(count)
-    ]
+    """Enter ``count`` bots, named ``prefix-1`` onwards, in tournament ``code``; each plays
+    until the tournament ends."""
+    connections = [Connection(url, f"{prefix}-{n}", bot=True) for n in range(1, count + 1)]
+    bots = [TournamentBot(connection, code, strategy, pace=pace) for connection in connections]
     return list(await asyncio.gather(*(bot.play() for bot in bots)))

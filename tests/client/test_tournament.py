@@ -5,12 +5,11 @@ enter a tournament from the command's runner."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from client.connection import Connection
 from client.screens.failure import FailureScreen
 from client.screens.network_race import NetworkRaceScreen
@@ -21,23 +20,14 @@ from client.screens.tournament import (
     TournamentScreen,
 )
 from client.tournament_app import TournamentApp
-from client.tournament_bot import run_tournament_bots
 from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
 from protocol import Role
 from protocol.tournament import HostAction, TournamentFormat, TournamentState, TournamentStatus
-from server.config import ServerConfig
 from tests.client.test_live import QUICK_RETRY, play_out_by_keys, showing, wait_until
-from tests.conftest import LiveServer, fast_config
+from tests.conftest import LiveServer
+from tests.tournament.conftest import server_config  # noqa: F401  # the bots' rate limit
 from tests.tournament.players import BotPlayer, Host, round_over, wait_all
-
-
-@pytest.fixture
-def server_config(tmp_path: Path) -> ServerConfig:
-    """Bots answer at machine speed: no rate limit in the way."""
-    return dataclasses.replace(
-        fast_config(tmp_path / "foursquare.db"), rate_per_second=1000.0, rate_burst=1000
-    )
 
 
 def finished(state: TournamentState) -> bool:
@@ -186,21 +176,22 @@ async def test_an_arena_entrant_waits_to_be_paired_and_can_take_a_break(
     await host.close()
 
 
-async def test_bots_enter_a_tournament_and_play_it_to_the_end(
-    live_server: LiveServer,
+async def test_bots_enter_a_tournament_by_the_command_and_play_it_to_the_end(
+    live_server: LiveServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     host = await open_tournament(live_server.url, name="bot night", rounds=2, race_size=3)
-    bots = asyncio.create_task(
-        run_tournament_bots(live_server.url, 3, host.code, "greedy", name_prefix="filler")
-    )
+    command = ["bot", "--server", live_server.url, "--tournament", host.code.lower(), "-n", "3",
+               "--strategy", "greedy", "--pace", "0"]
+    # The command runs its own event loop, so it runs in a thread beside the server's.
+    bots = asyncio.create_task(asyncio.to_thread(main, command))
     await host.until(lambda s: len(s.standings) == 3)
     for number in (1, 2):
         await host.control(HostAction.START)
         await host.until(round_over(number))
-    results = await asyncio.wait_for(bots, 60)
-    assert all(result.standing is not None for result in results)
-    assert {result.standing.games for result in results if result.standing} == {2}
-    assert results[0].describe().startswith("filler-1: ")
+    assert await asyncio.wait_for(bots, 60) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split(":")[0] for line in lines) == ["bot-1", "bot-2", "bot-3"]
+    assert all("points" in line and line.endswith(", 2 games") for line in lines)
     await host.close()
 
 
