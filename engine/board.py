@@ -309,8 +309,14 @@ def repairable(board: Board) -> bool:
     piles) takes no more cards, so its bit is 0. When no such bits exist, at least one
     more card must be stacked: the par solver uses this as a bound, the bots as a hint.
     """
+    return not board.face_down or triggers_needed(board) is not None
+
+
+def triggers_needed(board: Board) -> int | None:
+    """The fewest row and column triggers that would turn every face-down top up
+    (see :func:`repairable`), or ``None`` if triggers alone cannot do it."""
     if not board.face_down:
-        return True
+        return 0
     width, height, up = board.layout.width, board.height, board.up
     row_min, row_max, col_min, col_max = board.box
     occupied_masks, down_masks = [], []
@@ -325,15 +331,17 @@ def repairable(board: Board) -> bool:
             bit <<= 1
         occupied_masks.append(occupied)
         down_masks.append(down)
-    return _pattern_repairable(tuple(occupied_masks), tuple(down_masks), board.grid_size)
+    return _pattern_triggers(tuple(occupied_masks), tuple(down_masks), board.grid_size)
 
 
 @lru_cache(maxsize=1 << 17)
-def _pattern_repairable(occupied: tuple[int, ...], down: tuple[int, ...], size: int) -> bool:
-    """:func:`repairable` on column masks: bit ``r`` of ``occupied[c]`` is a pile at row ``r``.
+def _pattern_triggers(occupied: tuple[int, ...], down: tuple[int, ...], size: int) -> int | None:
+    """:func:`triggers_needed` on column masks: bit ``r`` of ``occupied[c]`` is a pile at
+    row ``r``.
 
     Tries every choice of row bits (full rows held at 0); each column must then see the
-    same face on all its piles, face down being allowed only if the column is not full.
+    same face on all its piles, face down being allowed only if the column is not full
+    (and then costing a column trigger).
     """
     rows = max(occupied).bit_length()
     full_rows = 0
@@ -342,13 +350,18 @@ def _pattern_repairable(occupied: tuple[int, ...], down: tuple[int, ...], size: 
             full_rows |= 1 << row
     columns = [(mask, down_mask, mask.bit_count() == size)
                for mask, down_mask in zip(occupied, down, strict=True)]
+    fewest: int | None = None
     for row_bits in range(1 << rows):
         if row_bits & full_rows:
             continue
+        needed = row_bits.bit_count()
         for mask, down_mask, full in columns:
             faces = (down_mask ^ row_bits) & mask
-            if faces and (faces != mask or full):
-                break
+            if faces:
+                if faces != mask or full:
+                    break
+                needed += 1
         else:
-            return True
-    return False
+            if fewest is None or needed < fewest:
+                fewest = needed
+    return fewest

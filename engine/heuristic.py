@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.board import Board, repairable
+from engine.board import Board, triggers_needed
 
 #: Beyond any heuristic value: a won position scores this plus the cards left.
 WIN = 1000.0
@@ -22,11 +22,13 @@ LOSS = -1000.0
 class Weights:
     """The heuristic's weights; the defaults are the tuned ones."""
 
-    pile: float = 5.0
+    pile: float = 12.0
     face_down: float = 1.0
     repairable: float = 6.0
     buried_face_down: float = 1.5
     at_limit: float = 1.0
+    triggers: float = 0.5
+    """Per row or column trigger still needed to turn the face-down tops up."""
 
 
 #: The tuned weights for one ply (greedy).
@@ -34,7 +36,7 @@ TUNED = Weights()
 
 #: The tuned weights for the leaves of a look-ahead (expectimax): piles and repairability
 #: count for more once the search itself sees the next card's risks.
-LOOKAHEAD = Weights(pile=8.0, repairable=8.0)
+LOOKAHEAD = Weights(pile=8.0, repairable=8.0, triggers=0.0)
 
 
 def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
@@ -47,8 +49,9 @@ def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
         return LOSS
     value = weights.pile * board.piles - weights.face_down * board.face_down
     if board.face_down:
-        if repairable(board):
-            value += weights.repairable
+        needed = triggers_needed(board)
+        if needed is not None:
+            value += weights.repairable - weights.triggers * needed
         if board.face_down == board.limit:
             value -= weights.at_limit
         capacity, height, up = board.capacity, board.height, board.up
