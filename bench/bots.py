@@ -5,7 +5,8 @@ engine, seeing only a :class:`~client.bots.RacerView`. Losses score 0 in the mea
 gap to par compares the mean score with the mean par of the same deals (par found with
 the whole stock known, within ``--par-budget``; an unproven par is a lower bound).
 
-Run: ``python -m bench.bots [--games N] [--strong-games N] [--budget S] [--write]``
+Run: ``python -m bench.bots [--games N] [--strong-games N] [--budget S] [--strategies LIST]
+[--write]``
 """
 
 from __future__ import annotations
@@ -75,13 +76,21 @@ def main() -> None:
     parser.add_argument(
         "--par-budget", type=float, default=0.5, help="solver seconds per deal for the gap to par"
     )
+    parser.add_argument(
+        "--strategies", default="random,greedy,expectimax", help="which to run, comma-separated"
+    )
     parser.add_argument("--write", action="store_true", help="update docs/performance.md")
     args = parser.parse_args()
 
+    chosen = args.strategies.split(",")
     plans: list[tuple[Strategy, int]] = [
-        (get_strategy("random", seed=1), args.games),
-        (get_strategy("greedy"), args.games),
-        (get_strategy("expectimax", budget=args.budget), args.strong_games),
+        (get_strategy(name, **options), games)
+        for name, options, games in (
+            ("random", {"seed": 1}, args.games),
+            ("greedy", {}, args.games),
+            ("expectimax", {"budget": args.budget}, args.strong_games),
+        )
+        if name in chosen
     ]
     most = max(games for _, games in plans)
     pars = [par(f"bots-{i}", budget=args.par_budget) for i in range(most)]
@@ -97,7 +106,7 @@ def main() -> None:
     proven = sum(p.proven for p in pars)
     command = (
         f"python -m bench.bots --games {args.games} --strong-games {args.strong_games} "
-        f"--budget {args.budget:g} --par-budget {args.par_budget:g}"
+        f"--budget {args.budget:g} --par-budget {args.par_budget:g} --strategies {args.strategies}"
     )
     text = (
         f"{markdown_table(header, rows)}\n\n"
