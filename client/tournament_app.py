@@ -134,10 +134,14 @@ class TournamentApp(NetworkApp):
         you = self.tournament.you
         if you is None or all(racer.racer != you for racer in snapshot.racers):
             return
-        if snapshot.state in (RaceState.LOBBY, RaceState.COUNTDOWN):
-            return  # being seated: the race starts at once, and its next snapshot says so
+        if snapshot.state is not RaceState.RUNNING:
+            # Being seated (the race starts at once and says so), or a late word from a
+            # race already over: the two races' messages travel independently.
+            return
         if isinstance(self.screen, TournamentRaceScreen):
             await self.pop_screen()  # the player's own race comes before watching another
+        if self.tracker.race is not None:
+            self.left_races.add(self.tracker.race)
         self.tracker = RaceTracker()
         self.tracker.apply(snapshot)
         self.tracker.seat(you)

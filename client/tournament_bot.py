@@ -100,8 +100,8 @@ class TournamentBot(Bot):
             you = self.you
             if you is None or all(racer.racer != you for racer in message.racers):
                 return None  # a race not ours
-            if message.state in (RaceState.LOBBY, RaceState.COUNTDOWN):
-                return None  # being seated: the started race's snapshot follows at once
+            if message.state is not RaceState.RUNNING:
+                return None  # being seated (the started race's snapshot follows), or over
             self.tracker = RaceTracker()
             self.tracker.apply(message)
             self.tracker.seat(you)
