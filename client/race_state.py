@@ -221,6 +221,7 @@ class RaceTracker:
             return
         elif isinstance(message, Progress):
             self.progress.update((entry.racer, entry) for entry in message.racers)
+            self._own_end_from_progress()
         elif isinstance(message, CardToPlace) and self.mirror is not None:
             self.mirror.receive_card(message)
         elif isinstance(message, MovePlaced) and self.mirror is not None:
@@ -229,6 +230,16 @@ class RaceTracker:
             self.boards.update((board.racer, board) for board in message.boards)
         elif isinstance(message, RaceFinished):
             self.finished = message
+
+    def _own_end_from_progress(self) -> None:
+        """A resignation or the time limit ends our game with no ``placed`` to say so: our
+        progress line does, and the race screen then stops offering a card."""
+        mirror = self.mirror
+        entry = self.progress.get(self.you) if self.you is not None else None
+        if mirror is None or entry is None or mirror.status in FINISHED_STATUSES:
+            return
+        if entry.status in (RacerStatus.RESIGNED, RacerStatus.TIMED_OUT):
+            mirror.status = entry.status
 
     def _apply_snapshot(self, snapshot: RaceSnapshot) -> None:
         if snapshot.race != self.race:

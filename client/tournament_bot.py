@@ -39,10 +39,9 @@ class TournamentBotResult:
         if line is None:
             return f"{self.name}: {self.failure or 'no result'}"
         place = f"{'tied ' if line.tied else ''}place {line.place}"
-        return (
-            f"{self.name}: {place}, {line.points} points, {line.stock_left} stock left, "
-            f"{line.games} games"
-        )
+        points = f"{line.points} point{'' if line.points == 1 else 's'}"
+        games = f"{line.games} game{'' if line.games == 1 else 's'}"
+        return f"{self.name}: {place}, {points}, {line.stock_left} stock left, {games}"
 
 
 class TournamentBot(Bot):

@@ -191,7 +191,7 @@ async def test_bots_enter_a_tournament_by_the_command_and_play_it_to_the_end(
     assert await asyncio.wait_for(bots, 60) == 0
     lines = capsys.readouterr().out.splitlines()
     assert sorted(line.split(":")[0] for line in lines) == ["bot-1", "bot-2", "bot-3"]
-    assert all("points" in line and line.endswith(", 2 games") for line in lines)
+    assert all(" point" in line and line.endswith(", 2 games") for line in lines)
     await host.close()
 
 

@@ -10,7 +10,7 @@ import pytest
 from cli.main import main
 from client.race_state import RaceTracker
 from client.tournament_state import FOLLOWED_RACES, TournamentTracker
-from protocol import Progress, RaceFinished, RaceSnapshot
+from protocol import CardToPlace, Progress, RaceFinished, RacerStatus, RaceSnapshot, RaceState
 from protocol.examples import EXAMPLES
 from protocol.tournament import (
     TOURNAMENT_EXAMPLES,
@@ -127,3 +127,25 @@ def test_a_tournament_code_the_protocol_would_refuse_is_refused_before_connectin
             main([command, "--tournament", "no-such!", "--server", "ws://127.0.0.1:9"])
         assert exit_.value.code == 2
         assert "is not a tournament code" in capsys.readouterr().err
+
+
+def test_a_resignation_ends_our_game_on_screen_though_no_placed_says_so() -> None:
+    snapshot, progress = EXAMPLES["race"], EXAMPLES["progress"]
+    assert isinstance(snapshot, RaceSnapshot) and isinstance(progress, Progress)
+    tracker = RaceTracker()
+    tracker.apply(dataclasses.replace(snapshot, state=RaceState.RUNNING, you=None))
+    tracker.seat("p1")  # dealt in by a tournament: no join answer names us
+    card = EXAMPLES["card"]
+    assert isinstance(card, CardToPlace)
+    tracker.apply(dataclasses.replace(card, move=1))
+    mirror = tracker.mirror
+    assert mirror is not None
+    tracker.apply(progress)  # our line still racing, the bot's lost: nothing changes for us
+    assert mirror.in_hand is not None
+    resigned = tuple(
+        dataclasses.replace(entry, status=RacerStatus.RESIGNED) if entry.racer == "p1" else entry
+        for entry in progress.racers
+    )
+    tracker.apply(dataclasses.replace(progress, racers=resigned))
+    assert mirror.status is RacerStatus.RESIGNED
+    assert mirror.in_hand is None
