@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import Card, Game, Ruleset, Status, deal, parse_move, replay
+from engine import Adjacency, Card, Game, Ruleset, Status, deal, parse_move, replay
 from engine.solver import NoWinnableSeed, Par, par, solve, winnable_seed
 
 CONFORMANCE = Path(__file__).parent.parent / "conformance" / "games.json"
 SMALL = Ruleset(grid_size=2, pile_capacity=10, face_down_limit=1)
+SMALL_ANY = Ruleset(grid_size=2, pile_capacity=10, face_down_limit=1, adjacency=Adjacency.ANY)
 
 
 def _brute_force_par(stock: list[Card], rules: Ruleset) -> int | None:
@@ -52,13 +53,17 @@ def _assert_line_scores(result: Par, stock: list[Card], rules: Ruleset) -> None:
     assert game.score == result.score
 
 
-@pytest.mark.parametrize("seed", ["small-2", "small-3", "small-4"])
-def test_par_matches_brute_force_on_a_small_grid(seed: str) -> None:
+@pytest.mark.parametrize(
+    "rules, seed",
+    [(SMALL, "small-2"), (SMALL, "small-3"), (SMALL, "small-4"), (SMALL_ANY, "any-1")],
+    ids=["small-2", "small-3", "small-4", "diagonal-1"],
+)
+def test_par_matches_brute_force_on_a_small_grid(rules: Ruleset, seed: str) -> None:
     stock = deal(seed)
-    result = solve(stock, SMALL)
+    result = solve(stock, rules)
     assert result.proven
-    assert result.score == _brute_force_par(stock, SMALL)
-    _assert_line_scores(result, stock, SMALL)
+    assert result.score == _brute_force_par(stock, rules)
+    _assert_line_scores(result, stock, rules)
 
 
 def test_four_equal_ranks_fill_a_small_grid_with_no_flip() -> None:
