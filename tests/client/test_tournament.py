@@ -96,6 +96,41 @@ async def test_an_entrant_races_a_round_by_key_presses_and_comes_back_to_the_sta
     await host.close()
 
 
+async def test_an_entrant_whose_connection_drops_mid_race_resumes_and_finishes(
+    live_server: LiveServer,
+) -> None:
+    server = live_server.server
+    assert server is not None
+    host = await open_tournament(live_server.url, name="club night", rounds=1, race_size=4)
+    bot = await BotPlayer.enter(live_server.url, "bot0", host.code, "greedy", pace=0.05)
+    app = TournamentApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), host.code,
+                        playing=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: app.tournament.you is not None, "entering")
+        await host.until(lambda s: len(s.standings) == 2)
+        bot_plays = asyncio.create_task(bot.play(finished))
+        await host.control(HostAction.START)
+        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the race screen")
+        await play_out_by_keys(pilot, app, moves=3)
+        # Only Ann's link fails: the server loses her connection, the bot's stays.
+        port = app.connection.local_port
+        for connection in list(server.connections):
+            if connection.remote_address[1] == port:
+                connection.transport.abort()
+        await wait_until(pilot, lambda: app.connection.reconnects == 1, "a reconnection")
+        await play_out_by_keys(pilot, app)
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        assert len(app.tracker.verify().problems) == 0
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.tournament.state is not None
+                         and finished(app.tournament.state), "the final standings")
+        mine = app.tournament.mine
+        assert mine is not None and mine.games == 1
+    await wait_all(bot_plays)
+    await bot.close()
+    await host.close()
+
+
 async def test_a_spectator_follows_the_races_and_sees_the_standings_after_a_round(
     live_server: LiveServer,
 ) -> None:
