@@ -41,10 +41,16 @@ from protocol import (
     Spectate,
     Welcome,
 )
-from protocol.tournament import JoinTournament, TournamentState, WatchTournament
+from protocol.tournament import (
+    JoinTournament,
+    TournamentState,
+    TournamentStatus,
+    WatchTournament,
+)
 
-#: Answers to these requests mean the tournament cannot be shown at all.
+#: Refusals of these requests, before any state has come, leave nothing to show.
 _FATAL_REPLIES = ("join_tournament", "watch_tournament")
+_ENTERABLE = (TournamentStatus.OPEN, TournamentStatus.RUNNING)
 
 
 class TournamentApp(NetworkApp):
@@ -55,6 +61,8 @@ class TournamentApp(NetworkApp):
     ) -> None:
         self.tournament = TournamentTracker(code.upper())
         self.playing = playing
+        self._enter_when_open = False
+        """Our first ``join_tournament`` came before registration opened: try again then."""
         super().__init__(connection, Plan(watch=not playing), clock)
 
     async def _ensure(self, kind: type[Screen[None]], build: Callable[[], Screen[None]]) -> None:
@@ -110,10 +118,17 @@ class TournamentApp(NetworkApp):
                 self.tournament.own_race_finished(message)
 
     async def _refused(self, error: Error) -> None:
+        code = self.tournament.code
         if error.code is ErrorCode.ALREADY_ENTERED:
-            await self.connection.send(WatchTournament(tournament=self.tournament.code))
-        elif error.in_reply_to in _FATAL_REPLIES:
-            await self.switch_screen(FailureScreen(describe_error(error)))
+            await self.connection.send(WatchTournament(tournament=code))
+        elif error.in_reply_to in _FATAL_REPLIES and self.tournament.state is None:
+            if error.code is not ErrorCode.TOURNAMENT_STATE:
+                await self.switch_screen(FailureScreen(describe_error(error)))
+                return
+            # Not open yet, or over: show it; enter as soon as registration opens.
+            self._enter_when_open = True
+            await self.connection.send(WatchTournament(tournament=code))
+            self.say(describe_error(error))
         elif error.in_reply_to == "spectate":
             pass  # the race ended before we asked: the standings have its result
         else:
@@ -121,6 +136,10 @@ class TournamentApp(NetworkApp):
 
     async def _tournament_changed(self, state: TournamentState) -> None:
         new_races = self.tournament.apply_state(state, self.clock())
+        if self._enter_when_open and state.status in _ENTERABLE:
+            self._enter_when_open = False
+            await self.connection.send(JoinTournament(tournament=self.tournament.code))
+            self.say("Registration has opened: entering you now.")
         if not self._may_watch:
             for race_id in new_races:
                 del self.tournament.races[race_id]

@@ -236,3 +236,25 @@ async def test_an_unknown_tournament_code_is_a_sentence_on_screen(live_server: L
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: showing(app, FailureScreen), "the failure screen")
         assert text_of(app, "#failure").startswith("No tournament has that code.")
+
+
+async def test_a_player_early_for_registration_is_entered_when_it_opens(
+    live_server: LiveServer,
+) -> None:
+    host = await Host.start(live_server.url)
+    await host.create(name="late opener")
+    app = TournamentApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), host.code,
+                        playing=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: app.tournament.state is not None, "the tournament")
+        await pilot.pause()
+        assert text_of(app, "#phase").startswith("Not open yet")
+        assert "registration is not open" in text_of(app, "#message")
+        await host.control(HostAction.OPEN)
+        await wait_until(pilot, lambda: app.tournament.mine is not None, "being entered")
+        await host.control(HostAction.END)
+        await wait_until(pilot, lambda: app.tournament.state is not None
+                         and finished(app.tournament.state), "the end")
+        await pilot.pause()
+        assert text_of(app, "#entrant-line") == "You finished in place 1."
+    await host.close()
