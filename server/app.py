@@ -13,6 +13,7 @@ import gc
 import http
 import logging
 import signal
+import sys
 from collections.abc import Callable
 
 from websockets import broadcast
@@ -824,6 +825,9 @@ def _remote(connection: ServerConnection) -> str | None:
 #: collection brings the next full one (which scans every connection and race) closer.
 GC_THRESHOLDS = (10_000, 10, 10)
 
+#: Seconds a thread may hold the GIL while another waits for it (CPython's is 0.005).
+GIL_SWITCH_INTERVAL = 0.0005
+
 
 def _tune_collector() -> None:
     """Collect what starting left behind, set it aside for good (modules, recovered races:
@@ -831,6 +835,10 @@ def _tune_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    # The journal's writer thread gives up the GIL around each SQLite statement and then
+    # waits for the event loop's thread to hand it back: at CPython's 5 ms switch
+    # interval a commit of three statements could take 15 ms under load.
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
 
 async def run_server(

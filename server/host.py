@@ -2,11 +2,13 @@
 and the ordered, journal-first way out.
 
 Everything a command causes goes into the race's outbox together with the journal write
-it needs; one task takes items out in order, waits until the item's records are
-committed, then encodes each message once and hands it to ``websockets.broadcast``. So
-nothing about a command reaches anyone before the command is durable, messages of one
-race keep their order, and a slow client never holds the race up (``broadcast`` does not
-wait for a client to read).
+it needs; items leave in order, each once its records are committed, and each message is
+encoded once and handed to ``websockets.broadcast``. An item with nothing to wait for
+and nobody ahead of it leaves at once; the rest leave from the journal's callback when
+their transaction commits (no task, no extra trip through the event loop). So nothing
+about a command reaches anyone before the command is durable, messages of one race keep
+their order, and a slow client never holds the race up (``broadcast`` does not wait for
+a client to read).
 
 Commands in, events out, and nothing else crosses this object's edge: that is the seam
 where a later version can put Redis pub/sub between connection servers and race hosts.
@@ -18,6 +20,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -79,15 +82,20 @@ class RaceHost:
         self._on_finished = on_finished
         self._on_journal_failure = on_journal_failure
         self._pending_records = list(first_records)
-        self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
+        self._outbox: deque[_Outgoing] = deque()
+        self._delivering = False
+        self._waiting_for: concurrent.futures.Future[None] | None = None
+        """The commit the head of the outbox waits for (a callback is registered)."""
+        self._closed = False
+        """Set by :meth:`drain`: nothing more is sent."""
+        self._drained: asyncio.Future[None] | None = None
         self._wake = asyncio.Event()
         self._sleeping_until = float("-inf")
         """The clock's next wake-up (server clock); a command with an earlier deadline
         wakes it, the rest leave it asleep (most moves do not move the deadline)."""
-        self._tasks = [
-            asyncio.create_task(self._pump(), name=f"race-{race.race_id}-outbox"),
-            asyncio.create_task(self._run_clock(), name=f"race-{race.race_id}-clock"),
-        ]
+        self._clock_task = asyncio.create_task(
+            self._run_clock(), name=f"race-{race.race_id}-clock"
+        )
 
     @property
     def race_id(self) -> str:
@@ -125,7 +133,7 @@ class RaceHost:
         committed = self._journal.submit(*records) if records else None
         if self.race.revision == revision or not isinstance(command, core.Place):
             received_at = None  # only new moves count, not retries answered again
-        self._outbox.put_nowait(
+        self._post(
             _Outgoing(
                 committed,
                 sends,
@@ -142,9 +150,7 @@ class RaceHost:
 
     def tell(self, connection: ServerConnection, *messages: ServerMessage) -> None:
         """Send ``messages`` to one connection, in order after everything already queued."""
-        self._outbox.put_nowait(
-            _Outgoing(None, [], self._clock(), [(connection, m) for m in messages])
-        )
+        self._post(_Outgoing(None, [], self._clock(), [(connection, m) for m in messages]))
 
     def snapshot_for(self, you: str | None, reply_to: int | None) -> ServerMessage:
         """The race's ``race`` message, with ``you`` set for a racer's own copy."""
@@ -197,16 +203,19 @@ class RaceHost:
             self.race.remove_spectator()
 
     async def drain(self) -> None:
-        """Wait until everything queued so far has been sent (after its journal write)."""
-        self._tasks[1].cancel()  # no more ticks: the race stands still from here
-        self._outbox.put_nowait(None)
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._tasks[0]
+        """Wait until everything queued so far has been sent (after its journal write);
+        nothing queued later is sent."""
+        self._clock_task.cancel()  # no more ticks: the race stands still from here
+        if self._outbox and not self._closed:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+        self._closed = True
 
     def stop(self) -> None:
-        """Cancel the race's tasks (the race itself stays as it is)."""
-        for task in self._tasks:
-            task.cancel()
+        """Cancel the race's clock and send nothing more (the race itself stays as it is)."""
+        self._clock_task.cancel()
+        self._closed = True
+        self._outbox.clear()
 
     # ------------------------------------------------------------ internal
 
@@ -229,22 +238,58 @@ class RaceHost:
                 log_event("internal_error", logging.ERROR, race=self.race_id, error=repr(error))
                 return
 
-    async def _pump(self) -> None:
-        while (item := await self._outbox.get()) is not None:
-            if item.committed is not None:
-                try:
-                    await self._journal.wait(item.committed)
-                except Exception as error:
-                    # Not durable, so never announced. The race in memory is now ahead of
-                    # the journal, so it must not answer anyone again: fail-stop, and let
-                    # a restart recover every race from what the journal does hold.
-                    log_event("journal_error", logging.ERROR, race=self.race_id, error=repr(error))
-                    self._on_journal_failure(error)
+    def _post(self, item: _Outgoing) -> None:
+        if self._closed and self._drained is None:
+            return
+        self._outbox.append(item)
+        self._send_ready()
+
+    def _send_ready(self) -> None:
+        """Send items from the head of the outbox while their writes are committed; when
+        the head must wait, ask the journal to call back once its transaction commits."""
+        if self._delivering:
+            return  # a delivery called back into this race: the outer loop sends it
+        self._delivering = True
+        try:
+            while self._outbox:
+                item = self._outbox[0]
+                committed = item.committed
+                if committed is not None and not committed.done():
+                    if self._waiting_for is not committed:
+                        self._waiting_for = committed
+                        self._journal.when_committed(committed, self._committed)
                     return
-            try:
-                self._deliver(item)
-            except Exception as error:  # one bad message must not stop the race's outbox
-                log_event("internal_error", logging.ERROR, race=self.race_id, error=repr(error))
+                self._outbox.popleft()
+                if committed is not None and (error := committed.exception()) is not None:
+                    self._journal_failed(error)
+                    return
+                try:
+                    self._deliver(item)
+                except Exception as error:  # one bad message must not stop the race's outbox
+                    log_event("internal_error", logging.ERROR, race=self.race_id,
+                              error=repr(error))
+        finally:
+            self._delivering = False
+            if not self._outbox and self._drained is not None and not self._drained.done():
+                self._drained.set_result(None)
+
+    def _committed(self) -> None:
+        self._waiting_for = None
+        if not self._closed or self._drained is not None:
+            self._send_ready()
+
+    def _journal_failed(self, error: BaseException) -> None:
+        # Not durable, so never announced. The race in memory is now ahead of the
+        # journal, so it must not answer anyone again: fail-stop, and let a restart
+        # recover every race from what the journal does hold.
+        log_event("journal_error", logging.ERROR, race=self.race_id, error=repr(error))
+        self._closed = True
+        self._outbox.clear()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._on_journal_failure(
+            error if isinstance(error, Exception) else RuntimeError(repr(error))
+        )
 
     def _deliver(self, item: _Outgoing) -> None:
         for connection, answer in item.direct:

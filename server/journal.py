@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import json
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -185,14 +187,17 @@ _COMMAND_KINDS: dict[str, type[Command]] = {
     "disconnect": Disconnect,
 }
 _KIND_OF = {kind: name for name, kind in _COMMAND_KINDS.items()}
+_FIELD_NAMES = {
+    kind: tuple(item.name for item in dataclasses.fields(kind)) for kind in _KIND_OF
+}
 
 
 def command_to_json(command: Command) -> str:
     """A command as one line of JSON, ``kind`` first."""
     fields: dict[str, Any] = {"kind": _KIND_OF[type(command)]}
-    for item in dataclasses.fields(command):
-        value = getattr(command, item.name)
-        fields[item.name] = list(value) if isinstance(value, tuple) else value
+    for name in _FIELD_NAMES[type(command)]:
+        value = getattr(command, name)
+        fields[name] = list(value) if isinstance(value, tuple) else value
     return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -233,6 +238,9 @@ class Journal:
     ['ann']
     """
 
+    stores = True
+    """Whether anything written is kept (``False`` only for :class:`DisabledJournal`)."""
+
     def __init__(self, path: str | Path, *, sync: Sync = Sync.NORMAL):
         self.path = Path(path)
         self.sync = sync
@@ -245,8 +253,12 @@ class Journal:
         self._gathering: list[Record] = []
         self._gathered: concurrent.futures.Future[None] | None = None
         """The future of the records gathering for the next transaction."""
-        self._waiters: dict[concurrent.futures.Future[None], asyncio.Future[None]] = {}
-        """One event-loop future per pending transaction, shared by everyone waiting."""
+        self._ready = False
+        """Whether the writer may take what has gathered."""
+        self._hand_over_due = False
+        """Whether the event loop will hand the gathered records over this iteration."""
+        self._callbacks: dict[concurrent.futures.Future[None], list[Callable[[], None]]] = {}
+        """What to call in the event loop when a pending transaction commits."""
         self._closed = False
         self.batches_committed = 0
         self.records_committed = 0
@@ -257,38 +269,91 @@ class Journal:
 
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
         """Queue ``records`` for the next transaction; the future resolves once committed
-        (it is shared with the other records of that transaction)."""
+        (it is shared with the other records of that transaction).
+
+        Called in an event loop, the records are handed to the writer at the end of the
+        loop's current iteration, together with everything else it submitted: waking the
+        writer thread costs the loop the processor, so it is woken once per iteration,
+        not once per move.
+        """
+        return self._submit(records, at_once=False)
+
+    def _submit(
+        self, records: tuple[Record, ...], at_once: bool
+    ) -> concurrent.futures.Future[None]:
+        loop: asyncio.AbstractEventLoop | None = None
+        if not at_once:
+            with contextlib.suppress(RuntimeError):  # RuntimeError: not in an event loop
+                loop = asyncio.get_running_loop()
         with self._lock:
             if self._closed:
                 raise RuntimeError("the journal is closed")
             done = self._gathered
             if done is None:
                 done = self._gathered = concurrent.futures.Future()
-                self._wanted.notify()
             self._gathering.extend(records)
+            if loop is None:
+                self._hand_over_locked()
+            elif not self._hand_over_due:
+                self._hand_over_due = True
+                loop.call_soon(self._hand_over)
             return done
+
+    def _hand_over(self) -> None:
+        with self._lock:
+            self._hand_over_locked()
+
+    def _hand_over_locked(self) -> None:
+        self._hand_over_due = False
+        if not self._ready:
+            self._ready = True
+            self._wanted.notify()
+
+    def when_committed(
+        self, done: concurrent.futures.Future[None], callback: Callable[[], None]
+    ) -> None:
+        """Call ``callback`` in the running event loop once the transaction behind ``done``
+        has committed or failed (read ``done`` to know which). Every callback of one
+        transaction runs from a single wake-up of the loop."""
+        if done.done():
+            callback()
+            return
+        callbacks = self._callbacks.get(done)
+        if callbacks is None:
+            callbacks = self._callbacks[done] = [callback]
+            loop = asyncio.get_running_loop()
+            done.add_done_callback(
+                lambda _: loop.call_soon_threadsafe(self._run_callbacks, done)
+            )
+        else:
+            callbacks.append(callback)
+
+    def _run_callbacks(self, done: concurrent.futures.Future[None]) -> None:
+        for callback in self._callbacks.pop(done, ()):
+            callback()
 
     async def wait(self, done: concurrent.futures.Future[None]) -> None:
         """Wait (in the event loop) until the transaction behind ``done`` has committed;
         raises what the commit raised."""
-        if done.done():
-            done.result()
-            return
-        waiter = self._waiters.get(done)
-        if waiter is None:
-            # One wrapper per transaction: the writer thread then wakes the loop once.
-            waiter = self._waiters[done] = asyncio.wrap_future(done)
-            waiter.add_done_callback(lambda _: self._waiters.pop(done, None))
-        # Shielded: a waiter that is cancelled must not cancel everyone else's wait.
-        await asyncio.shield(waiter)
+        if not done.done():
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def wake() -> None:
+                if not waiter.done():  # a cancelled wait has nobody to wake
+                    waiter.set_result(None)
+
+            self.when_committed(done, wake)
+            await waiter
+        done.result()
 
     async def write(self, *records: Record) -> None:
         """Write ``records`` and return once they are committed, without blocking the loop."""
         await self.wait(self.submit(*records))
 
     def write_now(self, *records: Record) -> None:
-        """Write ``records`` and wait for the commit (for code outside an event loop)."""
-        self.submit(*records).result()
+        """Write ``records`` and wait for the commit (for code outside an event loop, or
+        that must block it: starting up, tournaments' rare writes)."""
+        self._submit(records, at_once=True).result()
 
     def close(self) -> None:
         """Commit everything queued, then stop the writer thread."""
@@ -304,10 +369,10 @@ class Journal:
         try:
             while True:
                 with self._lock:
-                    while self._gathered is None and not self._closed:
+                    while not self._ready and not self._closed:
                         self._wanted.wait()
                     records, done = self._gathering, self._gathered
-                    self._gathering, self._gathered = [], None
+                    self._gathering, self._gathered, self._ready = [], None, False
                     stopping = self._closed
                 if done is not None:
                     self._commit(connection, records, done)
@@ -324,8 +389,7 @@ class Journal:
     ) -> None:
         try:
             connection.execute("BEGIN IMMEDIATE")
-            for record in records:
-                _insert(connection, record)
+            _insert_all(connection, records)
             connection.execute("COMMIT")
         except sqlite3.Error as error:
             if connection.in_transaction:
@@ -423,6 +487,8 @@ class DisabledJournal(Journal):
     says so): a server run like this forgets every race and player when it stops.
     """
 
+    stores = False
+
     def __init__(self) -> None:
         self.path = Path(os.devnull)
         self.sync = Sync.NORMAL
@@ -443,6 +509,41 @@ class DisabledJournal(Journal):
     def close(self) -> None:
         """Refuse further writes."""
         self._closed = True
+
+
+#: Commands per multi-row INSERT (3 parameters each: under SQLite's oldest limit of 999).
+_COMMANDS_PER_INSERT = 300
+
+
+def _insert_all(connection: sqlite3.Connection, records: list[Record]) -> None:
+    """Insert ``records`` in order, runs of commands as multi-row INSERTs.
+
+    Each statement the writer thread runs lets the event loop's thread take the GIL, and
+    the writer then waits for it back: one statement per run of moves, not per move,
+    keeps a transaction's latency from growing with the number of moves it holds.
+    """
+    commands: list[CommandRecord] = []
+    for record in records:
+        if isinstance(record, CommandRecord):
+            commands.append(record)
+            continue
+        _insert_commands(connection, commands)
+        commands.clear()
+        _insert(connection, record)
+    _insert_commands(connection, commands)
+
+
+def _insert_commands(connection: sqlite3.Connection, commands: list[CommandRecord]) -> None:
+    for start in range(0, len(commands), _COMMANDS_PER_INSERT):
+        chunk = commands[start : start + _COMMANDS_PER_INSERT]
+        values: list[str | float] = []
+        for record in chunk:
+            values += (record.race_id, command_to_json(record.command), record.at)
+        connection.execute(
+            "INSERT INTO race_commands (race_id, command, at) VALUES "
+            + ", ".join(["(?, ?, ?)"] * len(chunk)),
+            values,
+        )
 
 
 def _insert(connection: sqlite3.Connection, record: Record) -> None:

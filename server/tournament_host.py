@@ -155,7 +155,7 @@ class TournamentDesk:
             asyncio.create_task(self._pump(), name="tournaments-outbox"),
             asyncio.create_task(self._run_clock(), name="tournaments-clock"),
         ]
-        stored = load_tournaments(self.server.config.db) if self.server.config.journal else []
+        stored = load_tournaments(self.server.config.db) if self.server.journal.stores else []
         for tournament in stored:
             tournament.seed_source = self._seed_source(tournament.settings)
             self._adopt(tournament)

@@ -241,7 +241,8 @@ class TournamentStore:
 
     def __init__(self, journal: Journal):
         self.journal = journal
-        ensure_schema(journal.path)
+        if journal.stores:
+            ensure_schema(journal.path)
 
     def write_now(self, *records: TournamentOpened | TournamentEventRecord) -> None:
         """Commit and wait, for code outside an event loop."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol import Role
 from server.journal import (
     CommandRecord,
     Journal,
@@ -16,6 +17,7 @@ from server.journal import (
     RaceOpened,
     ResultRecord,
     StoredRace,
+    Sync,
     command_from_json,
     command_to_json,
     rebuild,
@@ -147,3 +149,65 @@ def test_a_closed_journal_refuses_writes(journal: Journal) -> None:
     journal.close()
     with pytest.raises(RuntimeError):
         journal.submit(PlayerRecord("p", b"h", "n", False, 0.0))
+
+
+async def test_a_batch_keeps_every_record_in_order_across_tables(journal: Journal) -> None:
+    # Submitted in one loop iteration, these share one transaction: runs of commands go
+    # in as multi-row inserts, interleaved with other records, and keep their order.
+    writes = [journal.write(RaceOpened("a", "s", OPTIONS, None, 0.0))]
+    for n in range(1, 701):
+        writes.append(journal.write(CommandRecord("a", Place("p", n, (0, 0)), float(n))))
+        if n == 350:
+            writes.append(journal.write(RaceOpened("b", "s", OPTIONS, None, 0.0)))
+            writes.append(journal.write(PlayerRecord("p", b"h", "ann", False, 0.0)))
+        if n > 350:
+            writes.append(journal.write(CommandRecord("b", Resign(f"r{n}"), float(n))))
+    await asyncio.gather(*writes)
+    assert journal.batches_committed == 1
+    races = {stored.opened.race_id: stored for stored in Journal.load(journal.path).races}
+    assert [r.command for r in races["a"].commands] == [
+        Place("p", n, (0, 0)) for n in range(1, 701)
+    ]
+    assert [r.command for r in races["b"].commands] == [Resign(f"r{n}") for n in range(351, 701)]
+
+
+def test_a_spectator_is_stored_as_one(journal: Journal) -> None:
+    journal.write_now(
+        PlayerRecord("p1", b"h1", "ann", False, 0.0),
+        PlayerRecord("w1", b"h2", "eve", False, 0.0, Role.SPECTATOR),
+    )
+    roles = {p.player_id: p.role for p in Journal.load(journal.path).players}
+    assert roles == {"p1": Role.PLAYER, "w1": Role.SPECTATOR}
+
+
+def test_a_version_1_journal_is_migrated_and_its_players_stay_players(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as connection:
+        connection.executescript(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+            "INSERT INTO schema_version VALUES (1);"
+            "CREATE TABLE players (player_id TEXT PRIMARY KEY, token_hash BLOB NOT NULL UNIQUE,"
+            " name TEXT NOT NULL, bot INTEGER NOT NULL, created_at REAL NOT NULL);"
+            "INSERT INTO players VALUES ('p1', x'00', 'ann', 0, 0.0);"
+        )
+    connection.close()
+    journal = Journal(path)
+    journal.write_now(PlayerRecord("w1", b"h2", "eve", False, 1.0, Role.SPECTATOR))
+    journal.close()
+    roles = {p.player_id: p.role for p in Journal.load(path).players}
+    assert roles == {"p1": Role.PLAYER, "w1": Role.SPECTATOR}
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    connection.close()
+
+
+@pytest.mark.parametrize("sync", list(Sync))
+def test_either_sync_mode_commits_and_recovers(tmp_path: Path, sync: Sync) -> None:
+    journal = Journal(tmp_path / "j.db", sync=sync)
+    journal.write_now(PlayerRecord("p1", b"h1", "ann", False, 0.0))
+    journal.close()
+    with sqlite3.connect(tmp_path / "j.db") as connection:
+        (mode,) = connection.execute("PRAGMA journal_mode").fetchone()
+    connection.close()
+    assert mode == "wal"
+    assert [p.name for p in Journal.load(tmp_path / "j.db").players] == ["ann"]

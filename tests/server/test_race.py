@@ -160,7 +160,8 @@ def test_every_earlier_move_is_answered_again_as_it_was_first_answered(seed: str
                               MoveAccepted)
         answers.append(answer)
     race.resign("p1", now=100.0)  # the race ends; answers about p0's moves stay the same
-    assert answers[-1].progress.status in ("won", "lost")
+    last = answers[-1]
+    assert isinstance(last, MoveAccepted) and last.progress.status in ("won", "lost")
     for number, answer in enumerate(answers, start=1):
         assert events_to(race.place("p0", number, (0, 0), now=101.0), "p0", MoveAccepted) == [
             answer
