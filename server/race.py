@@ -40,6 +40,10 @@ from engine import (
 )
 from protocol.result import RaceResult, RacerOutcome, RacerResult
 
+#: Up to this many racers, a lobby's snapshots go out every ``progress_interval``; a
+#: bigger lobby's less often, in proportion (see :meth:`Race._snapshot_interval`).
+LOBBY_SNAPSHOT_RACERS = 50
+
 #: Where races get their seeds; tests inject a fixed one.
 SeedSource = Callable[[], str]
 
@@ -483,7 +487,7 @@ class Race:
         """The next time :meth:`tick` has something to do, or ``None``."""
         times: list[float] = []
         if self._snapshot_due and self.phase in (Phase.LOBBY, Phase.COUNTDOWN):
-            times.append(self._last_snapshot + self.options.progress_interval)
+            times.append(self._last_snapshot + self._snapshot_interval())
         if self.phase is Phase.COUNTDOWN and self.countdown_ends_at is not None:
             times.append(self.countdown_ends_at)
         if self.phase is Phase.RUNNING:
@@ -625,7 +629,7 @@ class Race:
         if self.phase is Phase.COUNTDOWN and counted_down:
             return self.start(now)
         if self.phase is not Phase.RUNNING:
-            if self._snapshot_due and now >= self._last_snapshot + self.options.progress_interval:
+            if self._snapshot_due and now >= self._last_snapshot + self._snapshot_interval():
                 return [self._changed(now)]
             return []
         ends_at = self.ends_at
@@ -746,10 +750,16 @@ class Race:
             self.phase = Phase.LOBBY
             self.countdown_ends_at = None
         # In a big lobby every join would otherwise send everyone the whole racer list.
-        if phase is self.phase and now < self._last_snapshot + self.options.progress_interval:
+        if phase is self.phase and now < self._last_snapshot + self._snapshot_interval():
             self._snapshot_due = True
             return []
         return [self._changed(now)]
+
+    def _snapshot_interval(self) -> float:
+        """Seconds between lobby snapshots: a snapshot lists every racer and goes to every
+        racer, so its interval grows with the lobby to keep the bytes sent per second
+        linear in the number of racers (0.1 s up to 50 racers, 2 s at 1,000)."""
+        return self.options.progress_interval * max(1.0, len(self._racers) / LOBBY_SNAPSHOT_RACERS)
 
     def _answer_again(self, racer: _Racer, move_number: int) -> list[Send]:
         latest = move_number == racer.game.cards_played
