@@ -389,6 +389,7 @@ class RaceServer:
         host = self.hosts.get(session.race_id) if session.race_id else None
         if host is not None and host.race.has_racer(session.session_id):
             host.tell(connection, *host.messages_for_racer(session.session_id, None))
+            host.presence_changed()  # the others see it back
         for race_id in list(session.watching):
             watched = self.hosts.get(race_id)
             if watched is None:
@@ -410,6 +411,8 @@ class RaceServer:
         host = self.hosts.get(session.race_id) if session.race_id else None
         if quietly or self.stopping or host is None:
             return
+        if host.race.has_racer(session.session_id):
+            host.presence_changed()  # running: the others see it disconnected
         if host.race.phase in (core.Phase.LOBBY, core.Phase.COUNTDOWN):
             with contextlib.suppress(core.RaceError):
                 host.apply(core.Disconnect(session.session_id))

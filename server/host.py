@@ -41,6 +41,10 @@ if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
 
 
+#: Seconds between two snapshots sent because racers' connections came and went.
+PRESENCE_INTERVAL = 1.0
+
+
 @dataclass(slots=True)
 class _Outgoing:
     """One command's consequences, waiting for its journal write."""
@@ -89,6 +93,8 @@ class RaceHost:
         self._closed = False
         """Set by :meth:`drain`: nothing more is sent."""
         self._drained: asyncio.Future[None] | None = None
+        self._presence_timer: asyncio.TimerHandle | None = None
+        self._last_presence = float("-inf")
         self._wake = asyncio.Event()
         self._sleeping_until = float("-inf")
         """The clock's next wake-up (server clock); a command with an earlier deadline
@@ -202,6 +208,28 @@ class RaceHost:
             self.spectators.discard(connection)
             self.race.remove_spectator()
 
+    def presence_changed(self) -> None:
+        """A racer's connection dropped or came back during the race: everyone gets a
+        fresh snapshot (its ``connected`` flags), at most one per :data:`PRESENCE_INTERVAL`
+        (a snapshot lists every racer: in a big race a burst of reconnects must not send
+        one each)."""
+        if self.race.phase is not core.Phase.RUNNING or self._closed:
+            return
+        if self._presence_timer is not None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, self._last_presence + PRESENCE_INTERVAL - loop.time())
+        self._presence_timer = loop.call_later(delay, self._send_presence)
+
+    def _send_presence(self) -> None:
+        self._presence_timer = None
+        if self.race.phase is not core.Phase.RUNNING:
+            return  # the finish sends its own snapshot
+        self._last_presence = asyncio.get_running_loop().time()
+        now = self._clock()
+        changed = core.RaceChanged(self.race.snapshot(now))
+        self._post(_Outgoing(None, [core.Send(core.Audience.EVERYONE, changed)], now))
+
     async def drain(self) -> None:
         """Wait until everything queued so far has been sent (after its journal write);
         nothing queued later is sent."""
@@ -214,6 +242,8 @@ class RaceHost:
     def stop(self) -> None:
         """Cancel the race's clock and send nothing more (the race itself stays as it is)."""
         self._clock_task.cancel()
+        if self._presence_timer is not None:
+            self._presence_timer.cancel()
         self._closed = True
         self._outbox.clear()
 

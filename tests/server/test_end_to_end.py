@@ -220,6 +220,29 @@ async def test_a_racer_reconnects_with_its_token_and_finds_its_race_as_it_left_i
     await bob.close()
 
 
+async def test_the_other_racers_see_a_racer_drop_and_come_back_mid_race(
+    live_server: LiveServer,
+) -> None:
+    ann, bob = await start_duel(live_server)
+    race = race_of(ann)
+    await play(ann, race, WON_MOVES[:2])
+    token = ann.welcome.resume
+    await ann.close()
+
+    def ann_connected(snapshot: RaceSnapshot) -> bool:
+        (info,) = [r for r in snapshot.racers if r.racer == ann.racer_id]
+        return info.connected
+
+    seen = await bob.expect(RaceSnapshot)
+    assert seen.state is RaceState.RUNNING and not ann_connected(seen)
+    back = await WireClient.connect(live_server.url, "ann", resume=token)
+    while not ann_connected(seen):
+        seen = await bob.expect(RaceSnapshot)
+    assert seen.state is RaceState.RUNNING and seen.you is None
+    await back.close()
+    await bob.close()
+
+
 async def test_a_wrong_token_is_refused_and_closed(live_server: LiveServer) -> None:
     async with connect(live_server.url) as mallory:
         await mallory.send(encode(Hello(name="mallory", bot=False, resume="A" * 22, id=1)))
