@@ -2,9 +2,11 @@
 
 The weights were tuned by play over seeded deals (``python -m bench.bots``): open new
 piles early (each pile opened is one the endgame need not find a card for), keep few
-cards face down, keep the face-down pattern repairable without stacking (see
-:func:`engine.board.repairable`), and never leave a face-down card on a full pile,
-where nothing can cover it.
+cards face down, keep the face-down pattern repairable without stacking and with few
+row or column triggers (see :func:`engine.board.triggers_needed`), and never leave a
+face-down card on a full pile, where nothing can cover it. One ply (greedy) and the
+leaves of a look-ahead (expectimax) want different weights: :data:`TUNED` and
+:data:`LOOKAHEAD`.
 """
 
 from __future__ import annotations
