@@ -1,0 +1,69 @@
+"""The bitboard endgame search agrees with brute force on the engine itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import Game, Ruleset, Status, replay
+from engine.board import Board
+from engine.solver import par
+from engine.tight import TightSearch
+
+
+def _engine_can_win(game: Game, cards: int) -> bool:
+    """Whether some sequence of ``cards`` legal moves wins, by trying them all."""
+    if game.status is Status.WON:
+        return True
+    if cards == 0 or game.is_over():
+        return False
+    for move in game.legal_moves():
+        child = game.copy()
+        child.play(move)
+        if _engine_can_win(child, cards - 1):
+            return True
+    return False
+
+
+def _tight_line(game: Game) -> list[tuple[int, int]] | None:
+    ranks = [card.rank for card in game.stock]
+    placed = game.cards_played
+    board = Board.replayed(game.rules, ranks[:placed], game.moves)
+    cells = TightSearch(game.rules, ranks, lambda: None).solve_from(board, placed)
+    return None if cells is None else [board.position(cell) for cell in cells]
+
+
+def _endgames(seed: str, empty: int) -> list[Game]:
+    """Positions with ``empty`` cells left: on a par line, and one move off it."""
+    line = par(seed).moves
+    assert len(line) == 16
+    on_line = replay(seed, line[: 16 - empty])
+    positions = [on_line]
+    before = replay(seed, line[: 15 - empty])
+    for move in before.legal_moves():
+        if move != line[15 - empty] and move not in before.piles:
+            off_line = before.copy()
+            off_line.play(move)
+            positions.append(off_line)
+    return positions
+
+
+@pytest.mark.parametrize("seed", ["0", "1", "2"])
+@pytest.mark.parametrize("empty", [2, 3, 4])
+def test_tight_search_matches_brute_force(seed: str, empty: int) -> None:
+    # Off the line, most endgames cannot be won: both answers are exercised.
+    for game in _endgames(seed, empty):
+        if game.is_over():
+            continue
+        line = _tight_line(game)
+        assert (line is not None) == _engine_can_win(game, empty)
+        if line is not None:
+            finished = game.copy()
+            for move in line:
+                finished.play(move)
+            assert finished.status is Status.WON
+
+
+def test_rulesets_other_than_the_default_are_searched_too() -> None:
+    rules = Ruleset(grid_size=3, pile_capacity=5, face_down_limit=2)
+    result = par("0", rules)
+    assert result.proven and result.score == 40 - 9
