@@ -16,7 +16,6 @@ import signal
 import sys
 from collections.abc import Callable
 
-from websockets import broadcast
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
@@ -37,6 +36,7 @@ from protocol import (
     decode_client,
     encode,
 )
+from server import fanout
 from server import race as core
 from server.codes import new_code
 from server.config import ServerConfig
@@ -208,6 +208,7 @@ class RaceServer:
             on_finished=self._race_finished,
             on_journal_failure=self._journal_failed,
             first_records=[opened] if opened else [],
+            send_buffer_limit=self.config.send_buffer_limit,
         )
 
     def _journal_failed(self, error: Exception) -> None:
@@ -776,7 +777,7 @@ class RaceServer:
     # ---------------------------------------------------------------- misc
 
     def _send(self, connection: ServerConnection, message: ServerMessage) -> None:
-        broadcast([connection], encode(message))
+        fanout.send((connection,), encode(message), self.config.send_buffer_limit)
 
     def _now(self) -> float:
         return self.config.clock()

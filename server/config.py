@@ -55,6 +55,9 @@ class ServerConfig:
     """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade)."""
     idle_timeout: float = 900.0
     """Seconds without any message before the connection is closed."""
+    send_buffer_limit: int = 4 * 1024 * 1024
+    """Bytes a connection may leave unread before it is cut off (a client that stops
+    reading must not make the server hold its backlog)."""
     ping_interval: float = 20.0
     ping_timeout: float = 20.0
     finished_linger: float = 300.0

@@ -25,10 +25,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from websockets import broadcast
-
 from protocol import ServerMessage, encode
 from protocol.result import RaceResult
+from server import fanout
 from server import race as core
 from server.config import Clock
 from server.journal import CommandRecord, Journal, Record, ResultRecord
@@ -76,9 +75,11 @@ class RaceHost:
         on_finished: Callable[[RaceHost], None],
         on_journal_failure: Callable[[Exception], None],
         first_records: Iterable[Record] = (),
+        send_buffer_limit: int = 4 * 1024 * 1024,
     ):
         self.race = race
         self.spectators: set[ServerConnection] = set()
+        self._send_buffer_limit = send_buffer_limit
         self._journal = journal
         self._sessions = sessions
         self._metrics = metrics
@@ -322,8 +323,9 @@ class RaceHost:
         )
 
     def _deliver(self, item: _Outgoing) -> None:
+        limit = self._send_buffer_limit
         for connection, answer in item.direct:
-            broadcast([connection], encode(answer))
+            fanout.send((connection,), encode(answer), limit)
         for send in item.sends:
             event = send.event
             if isinstance(event, core.Started):
@@ -344,7 +346,7 @@ class RaceHost:
             connections = self._recipients(send.to)
             if isinstance(event, core.RaceChanged) and item.direct and item.commander:
                 connections.discard(item.commander)
-            broadcast(connections, encode(message))
+            fanout.send(connections, encode(message), limit)
             if isinstance(event, core.RaceFinished):
                 self._finished(event.result)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import socket
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -29,6 +31,7 @@ from protocol import (
     Pong,
     RaceOptions,
     RaceSnapshot,
+    Spectate,
     decode_server,
     encode,
 )
@@ -208,3 +211,43 @@ def test_random_frames_get_answers_never_a_crash(
     threaded_server: str, garbage: list[bytes]
 ) -> None:
     asyncio.run(send_garbage(threaded_server, garbage))
+
+
+async def test_a_client_that_stops_reading_is_cut_off_and_the_rest_go_on(tmp_path: Path) -> None:
+    config = dataclasses.replace(
+        fast_config(tmp_path / "db"),
+        send_buffer_limit=16 * 1024,
+        rate_per_second=100_000.0,
+        rate_burst=100_000,
+    )
+    async with start_live_server(config) as live:
+        assert live.server is not None
+        ann = await WireClient.connect(live.url, "ann")
+        await ann.send(CreateRace(options=RaceOptions(max_racers=8, min_racers=8), id=1))
+        race = (await ann.expect(RaceSnapshot)).race
+        # A client that reads nothing: a small receive buffer, and websockets stops
+        # reading the socket once a frame waits unread.
+        sock = socket.create_connection(("127.0.0.1", live.server.port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sloth = await connect(live.url, sock=sock, compression=None, max_queue=1)
+        await sloth.send(encode(Hello(name="sloth", bot=False, id=1)))
+        while len(live.server.connections) < 2:
+            await asyncio.sleep(0.01)
+        # And a small kernel buffer on the server's side, as on a slow link, so that the
+        # backlog reaches the server's own buffer after a few dozen answers.
+        for connection in live.server.connections:
+            server_socket = connection.transport.get_extra_info("socket")
+            server_socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        ask = encode(Spectate(race=race, id=2))  # answered by a snapshot, progress, boards
+        with contextlib.suppress(ConnectionClosed):  # the sloth may notice, or not
+            for _ in range(100_000):
+                await sloth.send(ask)
+                await asyncio.sleep(0)  # the server runs in this event loop
+                if len(live.server.connections) == 1:
+                    break
+        assert len(live.server.connections) == 1  # only ann's: the sloth was cut off
+        sloth.transport.abort()
+        # The others never noticed.
+        await ann.send(Ping(id=3))
+        await ann.expect(Pong, reply_to=3)
+        await ann.close()
