@@ -37,7 +37,7 @@ class CloseCode(IntEnum):
     HANDSHAKE_TIMEOUT = 4003
     """No ``hello`` arrived in time after the connection opened."""
     IDLE_TIMEOUT = 4004
-    """Nothing arrived (not even a pong) for too long."""
+    """No message arrived for too long (pongs do not count; an unanswered ping is 1011)."""
     RATE_LIMITED = 4005
     """The client kept sending faster than the rate limit after being warned."""
     REPLACED = 4006
