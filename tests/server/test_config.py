@@ -6,6 +6,7 @@ import pytest
 
 from cli.main import build_parser
 from server.config import ServerConfig
+from server.journal import Sync
 
 
 def test_defaults_suit_a_local_run() -> None:
@@ -31,3 +32,15 @@ def test_a_bad_port_is_refused_with_a_sentence(port: str) -> None:
 def test_serve_takes_host_port_and_db_flags() -> None:
     args = build_parser().parse_args(["serve", "--host", "::1", "--port", "0", "--db", "a.db"])
     assert (args.host, args.port, args.db) == ("::1", 0, "a.db")
+
+
+def test_the_journal_sync_mode_comes_from_a_flag_or_the_environment() -> None:
+    assert ServerConfig.from_environment({}).sync is Sync.NORMAL
+    assert ServerConfig.from_environment({"FOURSQUARE_SYNC": "FULL"}).sync is Sync.FULL
+    assert ServerConfig.from_environment({"FOURSQUARE_SYNC": "full"}, sync="normal").sync is (
+        Sync.NORMAL
+    )
+    with pytest.raises(ValueError, match="normal or full"):
+        ServerConfig.from_environment({"FOURSQUARE_SYNC": "sometimes"})
+    args = build_parser().parse_args(["serve", "--sync", "full", "--no-journal"])
+    assert (args.sync, args.no_journal) == ("full", True)

@@ -21,7 +21,9 @@ from protocol import (
     JoinRace,
     LeaveRace,
     ListRaces,
+    MovePlaced,
     Ok,
+    Place,
     QuickRace,
     RaceFinished,
     RaceList,
@@ -196,3 +198,33 @@ async def test_a_racer_whose_game_is_over_may_race_again_while_others_play_on(
     await ann.send(QuickRace(id=4))
     fresh = await ann.expect(RaceSnapshot, reply_to=4)
     assert fresh.race != race and fresh.you == ann.racer_id
+
+
+async def test_a_spectator_is_still_a_spectator_after_a_restart(tmp_path: Path) -> None:
+    config = fast_config(tmp_path / "db")
+    async with start_live_server(config) as live:
+        eve = await WireClient.connect(live.url, "eve", role=Role.SPECTATOR)
+        token = eve.welcome.resume
+        await eve.close()
+    async with start_live_server(config) as live:
+        back = await WireClient.connect(live.url, "eve", resume=token)
+        assert back.welcome.resumed and back.welcome.role is Role.SPECTATOR
+        await back.send(QuickRace(id=2))
+        refusal = await back.expect(Error, reply_to=2)
+        assert refusal.code is ErrorCode.WRONG_ROLE
+        await back.close()
+
+
+async def test_without_a_journal_races_run_and_nothing_is_written(tmp_path: Path) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "db"), journal=False)
+    async with start_live_server(config) as live:
+        ann, bob = await racers(live, "ann", "bob")
+        for racer in (ann, bob):
+            await racer.send(QuickRace(id=5))
+        for racer in (ann, bob):
+            card = await racer.expect(CardToPlace)
+            row, col = card.targets[0]
+            await racer.send(Place(race=card.race, move=1, row=row, col=col, id=6))
+            await racer.expect(MovePlaced, reply_to=6)
+            await racer.close()
+    assert not (tmp_path / "db").exists()
