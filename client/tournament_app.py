@@ -109,7 +109,7 @@ class TournamentApp(NetworkApp):
             await self._tournament_changed(message)
         elif self.tournament.follows(message):
             self.tournament.apply_race(message)
-            self._show_watched()
+            self._show_watched(race)
         elif isinstance(message, RaceSnapshot) and message.race != self.tracker.race:
             await self._dealt(message)
         elif race is not None and race == self.tracker.race:
@@ -166,10 +166,13 @@ class TournamentApp(NetworkApp):
         self.tracker.seat(you)
         await super().receive(snapshot)
 
-    def _show_watched(self) -> None:
-        """Redraw the standings or the race being watched."""
+    def _show_watched(self, race: str | None = None) -> None:
+        """Redraw the race being watched, or the standings (only ``race``'s progress when
+        a message about that race alone changed it)."""
         screen = self.screen
-        if isinstance(screen, TournamentScreen | WatchScreen):
+        if isinstance(screen, TournamentScreen) and race is not None:
+            screen.refresh_race(race)
+        elif isinstance(screen, TournamentScreen | WatchScreen):
             screen.refresh_from_tracker()
 
     async def on_back_to_lobby(self, event: BackToLobby) -> None:

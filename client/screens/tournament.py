@@ -133,6 +133,15 @@ class TournamentScreen(Screen[None]):
             phase = self.tournament.phase_line(self.clock())
             self.query_one("#phase", Static).update(Text(phase))
 
+    def refresh_race(self, race_id: str) -> None:
+        """Redraw one race's live progress (many times a second while it runs)."""
+        board, tracker = self._boards.get(race_id), self.tournament.races.get(race_id)
+        if board is None or tracker is None or not self.is_attached:
+            self.refresh_races()
+            return
+        board.heading = self._heading(race_id, tracker)
+        board.show(tracker.leaderboard(), None, tracker.rules.grid_size ** 2)
+
     def refresh_races(self) -> None:
         """Redraw the live progress of the races followed, and list the others."""
         if not self.composed or not self.is_attached:
@@ -141,14 +150,11 @@ class TournamentScreen(Screen[None]):
         panel = self.query_one("#tournament-races", VerticalScroll)
         for race_id in [r for r in self._boards if r not in tournament.races]:
             self._boards.pop(race_id).remove()
-        for race_id, tracker in tournament.races.items():
-            board = self._boards.get(race_id)
-            if board is None:
-                board = Leaderboard("", id=None)
-                self._boards[race_id] = board
-                panel.mount(board, before=self.query_one("#races-unfollowed"))
-            board.heading = self._heading(race_id, tracker)
-            board.show(tracker.leaderboard(), None, tracker.rules.grid_size ** 2)
+        for race_id in tournament.races:
+            if race_id not in self._boards:
+                self._boards[race_id] = Leaderboard("")
+                panel.mount(self._boards[race_id], before=self.query_one("#races-unfollowed"))
+            self.refresh_race(race_id)
         shown = len(self._boards)
         heading = "Races in progress" if shown else "No race in progress."
         if shown:
