@@ -4,7 +4,9 @@ The weights were tuned by play over seeded deals (``python -m bench.bots``): ope
 piles early (each pile opened is one the endgame need not find a card for), keep few
 cards face down, keep the face-down pattern repairable without stacking and with few
 row or column triggers (see :func:`engine.board.triggers_needed`), and never leave a
-face-down card on a full pile, where nothing can cover it. One ply (greedy) and the
+face-down card on a full pile, where nothing can cover it. One ply also needs to shun
+lines that the next card would likely trigger with many face-up tops in them
+(:func:`exposure`), a risk a look-ahead sees for itself. One ply (greedy) and the
 leaves of a look-ahead (expectimax) want different weights: :data:`TUNED` and
 :data:`LOOKAHEAD`.
 """
@@ -19,6 +21,9 @@ from engine.board import Board, triggers_needed
 WIN = 1000.0
 LOSS = -1000.0
 
+#: Ranks run from 1 (Ace) to this (Ten).
+_TOP_RANK = 10
+
 
 @dataclass(frozen=True, slots=True)
 class Weights:
@@ -31,6 +36,8 @@ class Weights:
     at_limit: float = 1.0
     triggers: float = 0.5
     """Per row or column trigger still needed to turn the face-down tops up."""
+    exposure: float = 0.4
+    """Per card the next trigger is expected to turn face down (see :func:`exposure`)."""
 
 
 #: The tuned weights for one ply (greedy).
@@ -38,7 +45,7 @@ TUNED = Weights()
 
 #: The tuned weights for the leaves of a look-ahead (expectimax): piles and repairability
 #: count for more once the search itself sees the next card's risks.
-LOOKAHEAD = Weights(pile=8.0, repairable=8.0, triggers=0.0)
+LOOKAHEAD = Weights(pile=8.0, repairable=8.0, triggers=0.0, exposure=0.0)
 
 
 def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
@@ -50,6 +57,8 @@ def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
     if cards_left == 0:
         return LOSS
     value = weights.pile * board.piles - weights.face_down * board.face_down
+    if weights.exposure:
+        value -= weights.exposure * exposure(board)
     if board.face_down:
         needed = triggers_needed(board)
         if needed is not None:
@@ -62,3 +71,35 @@ def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
     else:
         value += weights.repairable
     return value
+
+
+def exposure(board: Board) -> float:
+    """How many tops a trigger is expected to turn face down, summed over the lines.
+
+    For each row and column of two piles or more: the chance that a card of a random rank
+    would trigger it (below its lowest face-up rank or above its highest, or any card if
+    none is face up), times its face-up tops less its face-down ones. A line whose face-up
+    ranks span the deck is safe; a line of one face-up rank flips on almost any card.
+    """
+    width, height, up, ranks = board.layout.width, board.height, board.up, board.rank
+    row_min, row_max, col_min, col_max = board.box
+    rows = [range(row * width + col_min, row * width + col_max + 1)
+            for row in range(row_min, row_max + 1)]
+    cols = [range(row_min * width + col, row_max * width + col + 1, width)
+            for col in range(col_min, col_max + 1)]
+    total = 0.0
+    for line in rows + cols:
+        lowest, highest, face_up, face_down = 11, 0, 0, 0
+        for cell in line:
+            if height[cell]:
+                if up[cell]:
+                    face_up += 1
+                    lowest = min(lowest, ranks[cell])
+                    highest = max(highest, ranks[cell])
+                else:
+                    face_down += 1
+        if face_up + face_down < 2:
+            continue
+        chance = (lowest - 1 + _TOP_RANK - highest) / _TOP_RANK if face_up else 1.0
+        total += chance * (face_up - face_down)
+    return total
