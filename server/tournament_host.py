@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from websockets import broadcast
 from websockets.protocol import State
 
 from engine import Ruleset
@@ -46,6 +45,7 @@ from protocol.tournament import (
     WatchTournament,
     encode_tournament,
 )
+from server import fanout
 from server import race as core
 from server.codes import new_code
 from server.logs import log_event
@@ -216,7 +216,7 @@ class TournamentDesk:
                 in_reply_to=message.TYPE,
                 reply_to=message.id,
             )
-            self._queue(None, lambda: broadcast([connection], encode(error)))
+            self._queue(None, lambda: self._send([connection], encode(error)))
 
     def _dispatch(self, connection: ServerConnection, session: Session, message: Any) -> None:
         match message:
@@ -256,11 +256,11 @@ class TournamentDesk:
                 self._watch(tournament, connection)
                 you = session.session_id if session.session_id in tournament.entrants else None
                 state = self.state_message(tournament, you, reply_to)
-                self._queue(None, lambda: broadcast([connection], encode_tournament(state)))
+                self._queue(None, lambda: self._send([connection], encode_tournament(state)))
             case ExportTournament(tournament=code, id=reply_to):
                 tournament = self._find(code)
                 export = tournament_export(tournament, self._now(), reply_to)
-                self._queue(None, lambda: broadcast([connection], encode_tournament(export)))
+                self._queue(None, lambda: self._send([connection], encode_tournament(export)))
 
     def _create(self, connection: ServerConnection, options: Any, reply_to: int | None) -> None:
         try:
@@ -284,7 +284,7 @@ class TournamentDesk:
         committed = self.server.journal.submit(TournamentOpened.of(tournament))
         created = TournamentCreated(tournament=code, host_token=token, reply_to=reply_to)
         log_event("tournament_create", tournament=code, format=settings.format.value)
-        self._queue(committed, lambda: broadcast([connection], encode_tournament(created)))
+        self._queue(committed, lambda: self._send([connection], encode_tournament(created)))
 
     def _host_command(
         self, tournament: Tournament, token: str, action: HostAction, entrant: str | None
@@ -375,7 +375,7 @@ class TournamentDesk:
             messages.append(([connection], self.state_message(tournament, you, reply_to)))
         if events:
             messages.append((self._audience(tournament), self.state_message(tournament)))
-        self._queue(committed, lambda: _send_all(messages))
+        self._queue(committed, lambda: self._send_all(messages))
         self._wake.set()
 
     def state_message(
@@ -425,6 +425,15 @@ class TournamentDesk:
         self, committed: concurrent.futures.Future[None] | None, deliver: Callable[[], None]
     ) -> None:
         self._outbox.put_nowait(_Outgoing(committed, deliver))
+
+    def _send(self, connections: Iterable[ServerConnection], frame: bytes) -> None:
+        fanout.send(tuple(connections), frame, self.server.config.send_buffer_limit)
+
+    def _send_all(
+        self, messages: list[tuple[Iterable[ServerConnection], TournamentServerMessage]]
+    ) -> None:
+        for connections, message in messages:
+            self._send(connections, encode_tournament(message))
 
     async def _pump(self) -> None:
         """Deliver queued messages in order, each once its journal write is committed."""
@@ -522,10 +531,3 @@ def finished_games(tournament: Tournament) -> list[RaceFinished]:
         for r in tournament.races.values()
         if r.result is not None
     ]
-
-
-def _send_all(messages: list[tuple[Iterable[ServerConnection], TournamentServerMessage]]) -> None:
-    for connections, message in messages:
-        broadcast(connections, encode_tournament(message))
-
-
