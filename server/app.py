@@ -14,6 +14,7 @@ import http
 import logging
 import signal
 import sys
+import weakref
 from collections.abc import Callable
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -41,7 +42,15 @@ from server import race as core
 from server.codes import new_code
 from server.config import ServerConfig
 from server.host import RaceHost
-from server.journal import DisabledJournal, Journal, PlayerRecord, RaceOpened, Recovered, rebuild
+from server.journal import (
+    DisabledJournal,
+    Journal,
+    PlayerRecord,
+    RaceOpened,
+    Recovered,
+    replay_commands,
+    unplayed,
+)
 from server.logs import log_event
 from server.metrics import Metrics
 from server.outgoing import card_message, millis, race_options
@@ -81,6 +90,10 @@ class RaceServer:
         self.metrics.races_by_phase = self._races_by_phase
         self.sessions = SessionRegistry()
         self.hosts: dict[str, RaceHost] = {}
+        # Weak: a deal lives as long as one of its races holds it.
+        self._shared_deals: weakref.WeakValueDictionary[str, core.SharedDeal] = (
+            weakref.WeakValueDictionary()
+        )
         self.connections: set[ServerConnection] = set()
         self.port = config.port
         self.stopping = False
@@ -182,8 +195,11 @@ class RaceServer:
             self.sessions.add(
                 Session(player.player_id, player.token_hash, player.name, player.bot, player.role)
             )
-        for stored in recovered.races:
-            race = rebuild(stored)  # fast: replaying a whole race takes about a millisecond
+        races = [(unplayed(stored), stored) for stored in recovered.races]
+        for race, _ in races:  # every race in its deal before any replays, so none finishes early
+            self._share_deal(race)
+        for race, stored in races:
+            replay_commands(race, stored)  # fast: replaying a race takes about a millisecond
             if not race.racer_ids:
                 continue  # a lobby everyone left: nothing to come back to
             self.hosts[race.race_id] = self._host(race)
@@ -210,6 +226,13 @@ class RaceServer:
             first_records=[opened] if opened else [],
             send_buffer_limit=self.config.send_buffer_limit,
         )
+
+    def _share_deal(self, race: core.Race) -> None:
+        """Put ``race`` with the other races dealt its seed (a tournament round's races)."""
+        deal = self._shared_deals.get(race.seed)
+        if deal is None:
+            deal = self._shared_deals[race.seed] = core.SharedDeal()
+        race.share_deal(deal)
 
     def _journal_failed(self, error: Exception) -> None:
         if self.stopping:
@@ -725,6 +748,7 @@ class RaceServer:
         if seed is None:
             seed = self.config.seed_source()
         race = core.Race(race_id, seed, options, code=None if options.public else race_id)
+        self._share_deal(race)
         opened = RaceOpened(race_id, seed, options, race.code, self._now(), tournament_id)
         host = self._host(race, opened)
         self.hosts[race_id] = host

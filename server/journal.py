@@ -212,11 +212,21 @@ def command_from_json(text: str) -> Command:
 
 def rebuild(stored: StoredRace) -> Race:
     """Replay a stored race's commands from its seed: the race as it was when last journaled."""
+    race = unplayed(stored)
+    replay_commands(race, stored)
+    return race
+
+
+def unplayed(stored: StoredRace) -> Race:
+    """A stored race as it was opened, before any command (to join a shared deal first)."""
     opened = stored.opened
-    race = Race(opened.race_id, opened.seed, opened.options, opened.code)
+    return Race(opened.race_id, opened.seed, opened.options, opened.code)
+
+
+def replay_commands(race: Race, stored: StoredRace) -> None:
+    """Apply a stored race's commands, at their times, to ``race`` from :func:`unplayed`."""
     for record in stored.commands:
         race.apply(record.command, record.at)
-    return race
 
 
 # ------------------------------------------------------------------ journal

@@ -21,6 +21,7 @@ drawn by any racer still racing) until the race is over.
 from __future__ import annotations
 
 import secrets
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -409,6 +410,40 @@ def board_view(racer_id: str, game: Game) -> BoardView:
     return BoardView(racer_id, game.cards_played, piles)
 
 
+HELD_FINISH_POLL = 0.5
+"""Seconds between checks of whether a shared deal still holds back a finished race."""
+
+
+class SharedDeal:
+    """The races dealt one seed at the same time, such as the races of a tournament round.
+
+    A racer in one of them could otherwise learn cards it has not drawn from another:
+    by watching it as a spectator, or from its result, which reveals the seed. So the
+    races of a shared deal keep one fog line, the fewest cards drawn by any racer still
+    racing in any of them, and none of them finishes (announcing its result and seed)
+    while another is still being raced.
+    """
+
+    def __init__(self) -> None:
+        # Weak, so that a forgotten race leaves the deal without anyone removing it.
+        self._races: weakref.WeakSet[Race] = weakref.WeakSet()
+
+    def add(self, race: Race) -> None:
+        """Count ``race`` in this deal."""
+        self._races.add(race)
+
+    def drawn_by_all(self) -> int | None:
+        """The fewest cards drawn by a racer still racing in any race of the deal."""
+        return min(
+            (line for race in self._races if (line := race.drawn_by_all()) is not None),
+            default=None,
+        )
+
+    def is_being_raced(self) -> bool:
+        """Whether a race of the deal has racers still racing, or has not started."""
+        return any(race.drawn_by_all() is not None for race in self._races)
+
+
 class Race:
     """A race: racers join, ready up, race the same stock; the standings end it.
 
@@ -438,6 +473,10 @@ class Race:
         """Racers with no outcome yet, once started (counted so a move need not count them)."""
         self.revision = 0
         """Grows with every change of state, so callers know what to journal."""
+        self.shared_deal: SharedDeal | None = None
+        """Other races dealt the same seed now, if any: see :class:`SharedDeal`."""
+        self._hold_checked_at: float | None = None
+        """Last time the shared deal held back this race's finish (every racer done)."""
 
     # ------------------------------------------------------------- reading
 
@@ -474,14 +513,31 @@ class Race:
     def fog_line(self) -> int | None:
         """How many cards every racer still racing has drawn; ``None`` when nothing is hidden.
 
-        Spectators see a board's first ``fog_line`` moves at most.
+        Spectators see a board's first ``fog_line`` moves at most. In a shared deal the
+        line is the whole deal's, so watching one race never shows what another's racers
+        have yet to draw.
         """
-        if not self.options.fog or self.phase is Phase.FINISHED:
+        if not self.options.fog:
+            return None
+        if self.shared_deal is not None:
+            return self.shared_deal.drawn_by_all()
+        return self.drawn_by_all()
+
+    def drawn_by_all(self) -> int | None:
+        """The fewest cards drawn by a racer of this race still racing: 0 before the
+        start, ``None`` once nobody is racing."""
+        if self.phase is Phase.FINISHED:
             return None
         if self.phase is not Phase.RUNNING:
             return 0
-        drawn = [r.game.cards_played + 1 for r in self._racers.values() if r.outcome is None]
-        return min(drawn) if drawn else None
+        if not self._still_racing:
+            return None
+        return min(r.game.cards_played + 1 for r in self._racers.values() if r.outcome is None)
+
+    def share_deal(self, deal: SharedDeal) -> None:
+        """Join the other races dealt this seed now (before any command is applied)."""
+        self.shared_deal = deal
+        deal.add(self)
 
     def next_deadline(self) -> float | None:
         """The next time :meth:`tick` has something to do, or ``None``."""
@@ -492,6 +548,8 @@ class Race:
             times.append(self.countdown_ends_at)
         if self.phase is Phase.RUNNING:
             times.append(self.ends_at or 0.0)
+            if self._hold_checked_at is not None:
+                times.append(self._hold_checked_at + HELD_FINISH_POLL)
             if self._dirty:
                 times.append(self._last_flush + self.options.progress_interval)
         return min(times) if times else None
@@ -633,13 +691,15 @@ class Race:
                 return [self._changed(now)]
             return []
         ends_at = self.ends_at
-        if ends_at is not None and now >= ends_at:
+        if ends_at is not None and now >= ends_at and self._still_racing:
             self.revision += 1
             for racer in self._racers.values():
                 if racer.outcome is None:
                     racer.outcome = RacerOutcome.TIMED_OUT
                     self._dirty[racer.racer_id] = None
-            return self._finish(now)
+            self._still_racing = 0
+        if not self._still_racing:
+            return self._finish_if_done(now)
         if self._dirty and now >= self._last_flush + self.options.progress_interval:
             return self._flush(now)
         return []
@@ -807,9 +867,14 @@ class Race:
         return []
 
     def _finish_if_done(self, now: float) -> list[Send]:
-        if self._still_racing == 0:
-            return self._finish(now)
-        return []
+        if self._still_racing or self.phase is not Phase.RUNNING:
+            return []
+        if self.shared_deal is not None and self.shared_deal.is_being_raced():
+            # Another race of this deal goes on: our result would reveal its seed.
+            first_hold = self._hold_checked_at is None
+            self._hold_checked_at = now
+            return self._flush(now) if first_hold else []
+        return self._finish(now)
 
     def _flush(self, now: float) -> list[Send]:
         """Send the progress that changed, and the boards spectators may now see."""

@@ -26,6 +26,7 @@ from server.race import (
     RaceFinished,
     RaceOptions,
     Send,
+    SharedDeal,
 )
 from tests.server.known_games import LOST_SEED, WON_SEED, conformance_game
 
@@ -359,3 +360,36 @@ def test_options_out_of_range_are_refused_with_a_reason() -> None:
         RaceOptions(time_limit=0)
     options = RaceOptions(max_racers=3, fog=False)
     assert RaceOptions.from_dict(options.to_dict()) == options
+
+
+def test_races_sharing_a_deal_share_the_fog_and_hold_back_their_results() -> None:
+    # A tournament round deals several races one seed: a racer watching another race of
+    # the round, or reading its result, must learn nothing it has not drawn.
+    shared = SharedDeal()
+    first, second = Race("a", WON_SEED, OPEN), Race("b", WON_SEED, OPEN)
+    for race in (first, second):
+        race.share_deal(shared)
+        race.join(f"{race.race_id}0", "ann", bot=False, now=0.0)
+        race.join(f"{race.race_id}1", "bob", bot=False, now=0.0)
+        race.start(now=10.0)
+    first.add_spectator()
+    _, moves = conformance_game(WON_SEED)
+    sends: list[Send] = []
+    for racer_id in ("a0", "a1"):
+        for number, move in enumerate(moves, start=1):
+            sends += first.place(racer_id, number, move, now=10.0 + number)
+    # Everyone in race "a" has won, but race "b" has drawn one card each.
+    assert first.fog_line == 1 == second.fog_line
+    assert all(board.cards_played <= 1 for b in spectator_boards(sends) for board in b.boards)
+    assert phase(first) is Phase.RUNNING
+    assert not events_to(sends, Audience.EVERYONE, RaceFinished)
+    assert first.next_deadline() is not None
+    assert first.tick(now=60.0) == []  # still held: "b" goes on
+    sends = second.resign("b0", now=61.0) + second.resign("b1", now=62.0)
+    assert phase(second) is Phase.FINISHED  # the last race of the deal ends at once
+    sends = first.tick(now=63.0)
+    assert phase(first) is Phase.FINISHED and first.fog_line is None
+    (finished,) = events_to(sends, Audience.EVERYONE, RaceFinished)
+    assert isinstance(finished, RaceFinished) and finished.result.seed == WON_SEED
+    latest = {board.racer_id: board for b in spectator_boards(sends) for board in b.boards}
+    assert latest["a0"].cards_played == len(moves)
