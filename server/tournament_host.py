@@ -278,7 +278,7 @@ class TournamentDesk:
         except (ValueError, RuntimeError) as error:
             raise _Refused(ErrorCode.BAD_MESSAGE, f"create_tournament.options: {error}") from None
         code = new_code(TOURNAMENT_CODE_LENGTH, taken=self.tournaments)
-        token = secrets.token_urlsafe(24)
+        token = secrets.token_hex(24)  # hex: never starts with "-", so "--token TOKEN" parses
         tournament = Tournament(code, code, hash_token(token), settings, self._now(), seeds)
         self._adopt(tournament)
         committed = self.server.journal.submit(TournamentOpened.of(tournament))
