@@ -235,5 +235,5 @@ class NetworkApp(FoursquareApp):
         screen = self.screen
         if isinstance(screen, NetworkRaceScreen):
             screen.refresh_from_tracker(flips or ())
-        elif isinstance(screen, WatchScreen | WaitingScreen):
+        elif isinstance(screen, WatchScreen | WaitingScreen | ResultsScreen):
             screen.refresh_from_tracker()

@@ -25,6 +25,7 @@ from protocol import (
     Progress,
     ProgressEntry,
     RaceFinished,
+    RacePar,
     RacerBoard,
     RacerStatus,
     RaceSnapshot,
@@ -164,6 +165,8 @@ class RaceTracker:
     boards: dict[str, RacerBoard] = field(default_factory=dict)
     mirror: RacerMirror | None = None
     finished: RaceFinished | None = None
+    par: RacePar | None = None
+    """The deal's par, when the server has sent it (after the result)."""
     last_flips: list[Position] = field(default_factory=list)
     you: str | None = None
     """Our racer id in this race, or ``None`` when watching. Only the snapshot sent to us
@@ -230,6 +233,8 @@ class RaceTracker:
             self.boards.update((board.racer, board) for board in message.boards)
         elif isinstance(message, RaceFinished):
             self.finished = message
+        elif isinstance(message, RacePar):
+            self.par = message
 
     def _own_end_from_progress(self) -> None:
         """A resignation or the time limit ends our game with no ``placed`` to say so: our
@@ -244,7 +249,7 @@ class RaceTracker:
     def _apply_snapshot(self, snapshot: RaceSnapshot) -> None:
         if snapshot.race != self.race:
             self.commitment, self.progress, self.boards = snapshot.commitment, {}, {}
-            self.mirror, self.finished, self.you = None, None, None
+            self.mirror, self.finished, self.you, self.par = None, None, None, None
         if snapshot.you is not None:
             self.you = snapshot.you
         self.snapshot = snapshot

@@ -34,6 +34,7 @@ from protocol.messages import (
     RaceFinished,
     RaceList,
     RaceOptions,
+    RacePar,
     RacerBoard,
     RacerInfo,
     RacerStatus,
@@ -210,6 +211,7 @@ EXAMPLES: dict[str, Message] = {
             started_at=_T0 + 4_000,
             ended_at=_T0 + 90_000,
         ),
+        RacePar(race="r-8f3a", score=24, proven=True, cards_used=16),
         RaceList(
             races=(
                 RaceSummary(

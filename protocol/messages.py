@@ -712,6 +712,21 @@ class RaceFinished:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RacePar:
+    """The deal's par, computed after ``finished`` and sent once it is known."""
+
+    TYPE: ClassVar[str] = "race_par"
+    race: str
+    score: int | None
+    """The best score of a winning line found; ``None`` when none was found."""
+    proven: bool
+    """True when ``score`` is proven the best possible; otherwise it is a lower bound."""
+    cards_used: int | None = None
+    """How many cards the par line places; ``None`` when no winning line was found."""
+    reply_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RaceList:
     """The open public races (the answer to ``list_races``)."""
 
@@ -820,6 +835,14 @@ register(
     ended_at=MILLIS,
     reply_to=REQUEST_ID,
 )
+register(
+    RacePar,
+    race=RACE_CODE,
+    score=SCORE,
+    proven=Bool(),
+    cards_used=Optional(CARDS_40),
+    reply_to=REQUEST_ID,
+)
 register(RaceList, races=Array(Struct(RaceSummary), MAX_RACERS), reply_to=REQUEST_ID)
 register(Pong, server_time=SERVER_TIME, reply_to=REQUEST_ID)
 
@@ -851,6 +874,7 @@ ServerMessage = (
     | Progress
     | Boards
     | RaceFinished
+    | RacePar
     | RaceList
     | Pong
 )
@@ -870,6 +894,6 @@ SERVER_MESSAGES: dict[str, type[ServerMessage]] = {
     cls.TYPE: cls
     for cls in (
         Welcome, Error, Ok, RaceSnapshot, CardToPlace, MovePlaced, Progress, Boards,
-        RaceFinished, RaceList, Pong,
+        RaceFinished, RacePar, RaceList, Pong,
     )
 }

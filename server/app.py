@@ -23,7 +23,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 import protocol
-from engine.solver import NoWinnableSeed, winnable_seed
+from engine import Ruleset
+from engine.solver import NoWinnableSeed, Par, par, winnable_seed
 from protocol import (
     PROTOCOL_VERSION,
     ClientMessage,
@@ -31,6 +32,7 @@ from protocol import (
     ErrorCode,
     Limits,
     ProtocolError,
+    RacePar,
     Role,
     SeedPolicy,
     ServerMessage,
@@ -105,6 +107,10 @@ class RaceServer:
         self._stopped = asyncio.Event()
         self._closing: set[asyncio.Task[None]] = set()
         """Connections being closed in the background (held so the tasks are not lost)."""
+        self._pars: dict[tuple[str, Ruleset], asyncio.Task[Par]] = {}
+        """Pars being computed, by deal: races dealt one seed share one search."""
+        self._announcing: set[asyncio.Task[None]] = set()
+        """Finished races waiting for their par (held so the tasks are not lost)."""
 
     @property
     def url(self) -> str:
@@ -172,6 +178,8 @@ class RaceServer:
         for host in self.hosts.values():
             host.stop()
         self.tournaments.stop()
+        for task in self._announcing:
+            task.cancel()  # no par is sent once the server has stopped
         log_event("server_stop")
         self._stopped.set()
 
@@ -249,6 +257,31 @@ class RaceServer:
         self.tournaments.race_finished(host)
         loop = asyncio.get_running_loop()
         loop.call_later(self.config.finished_linger, self._forget, host)
+        if self.config.par_budget > 0:
+            task = asyncio.create_task(self._announce_par(host), name=f"race-{host.race_id}-par")
+            self._announcing.add(task)
+            task.add_done_callback(self._announcing.discard)
+
+    async def _announce_par(self, host: RaceHost) -> None:
+        """Compute the deal's par in a worker thread (the result is already out) and send
+        it to the race; a failed search is logged, never raised."""
+        deal = (host.race.seed, host.race.options.ruleset)
+        search = self._pars.get(deal)
+        if search is None:
+            budget = self.config.par_budget
+            search = asyncio.create_task(asyncio.to_thread(par, deal[0], deal[1], budget))
+            self._pars[deal] = search
+            search.add_done_callback(lambda _: self._pars.pop(deal, None))
+        try:
+            found = await asyncio.shield(search)
+        except Exception as error:
+            log_event("par_error", logging.ERROR, race=host.race_id, error=repr(error))
+            return
+        cards_used = len(found.moves) if found.score is not None else None
+        message = RacePar(
+            race=host.race_id, score=found.score, proven=found.proven, cards_used=cards_used
+        )
+        host.announce_par(message)
 
     def _forget(self, host: RaceHost) -> None:
         if self.hosts.get(host.race_id) is host:

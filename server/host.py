@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from protocol import ServerMessage, encode
+from protocol import RacePar, ServerMessage, encode
 from protocol.result import RaceResult
 from server import fanout
 from server import race as core
@@ -103,6 +103,8 @@ class RaceHost:
         self._clock_task = asyncio.create_task(
             self._run_clock(), name=f"race-{race.race_id}-clock"
         )
+        self.par: RacePar | None = None
+        """The deal's par, once computed after the finish (sent to whoever sees the result)."""
 
     @property
     def race_id(self) -> str:
@@ -159,6 +161,12 @@ class RaceHost:
         """Send ``messages`` to one connection, in order after everything already queued."""
         self._post(_Outgoing(None, [], self._clock(), [(connection, m) for m in messages]))
 
+    def announce_par(self, par: RacePar) -> None:
+        """Keep the deal's par and send it to the racers and spectators connected now."""
+        self.par = par
+        connections = self._recipients(core.Audience.EVERYONE)
+        self._post(_Outgoing(None, [], self._clock(), [(c, par) for c in connections]))
+
     def snapshot_for(self, you: str | None, reply_to: int | None) -> ServerMessage:
         """The race's ``race`` message, with ``you`` set for a racer's own copy."""
         race = self.race
@@ -182,7 +190,7 @@ class RaceHost:
                 message = event_message(self.race_id, send.event, now)
                 if message is not None:
                     messages.append(message)
-        return messages
+        return self._with_par(messages)
 
     def messages_for_spectator(self, reply_to: int | None) -> list[ServerMessage]:
         """Everything a new spectator needs: snapshot, progress, boards behind the fog."""
@@ -195,7 +203,11 @@ class RaceHost:
                 message = event_message(self.race_id, event, now)
                 if message is not None:
                     messages.append(message)
-        return messages
+        return self._with_par(messages)
+
+    def _with_par(self, messages: list[ServerMessage]) -> list[ServerMessage]:
+        """``messages`` followed by the par, once it is known."""
+        return messages if self.par is None else [*messages, self.par]
 
     def add_spectator(self, connection: ServerConnection) -> None:
         """Start sending this connection the race's public feed."""

@@ -15,7 +15,7 @@ from client.race_state import RaceTracker
 from client.screens.requests import BackToLobby
 from client.widgets.leaderboard import ordinal
 from engine import LossReason, format_moves
-from protocol import RaceFinished, RacerStatus
+from protocol import RaceFinished, RacePar, RacerStatus
 
 _RESULT_WORDS = {
     RacerStatus.WON: "won",
@@ -41,10 +41,43 @@ def verification_line(tracker: RaceTracker) -> str:
     return f"Seed {finished.seed}\n{mark}"
 
 
+def par_text(par: RacePar) -> str:
+    """The deal's par as shown: ``par 24 (proven)``, or ``par ≥ 23`` for a lower bound."""
+    if par.score is None:
+        return "no win possible" if par.proven else "par unknown: no winning line found"
+    return f"par {par.score} (proven)" if par.proven else f"par ≥ {par.score}"
+
+
+def score_text(score: int | None, par: RacePar | None) -> str:
+    """A racer's score, beside the par once known: ``22 / par 24``."""
+    if score is None:
+        return ""
+    if par is None or par.score is None:
+        return str(score)
+    return f"{score} / par {'' if par.proven else '≥ '}{par.score}"
+
+
+def par_line(tracker: RaceTracker) -> str:
+    """The deal's par and every winner's score beside it; empty until the par arrives."""
+    par, finished = tracker.par, tracker.finished
+    if par is None or finished is None:
+        return ""
+    scores = [
+        f"{standing.name} {score_text(standing.score, par)}"
+        for standing in finished.standings
+        if standing.score is not None
+    ]
+    return "Deal: " + par_text(par) + "".join(f"\n{line}" for line in scores)
+
+
 def standings_rows(
-    finished: RaceFinished, you: str | None, reasons: Mapping[str, LossReason] | None = None
+    finished: RaceFinished,
+    you: str | None,
+    reasons: Mapping[str, LossReason] | None = None,
+    par: RacePar | None = None,
 ) -> list[tuple[Text, ...]]:
-    """One row per racer: place, name, result (with why, for a loss), score, cards, time."""
+    """One row per racer: place, name, result (with why, for a loss), score (beside the
+    deal's par, once known), cards, time."""
     reasons = reasons or {}
     rows: list[tuple[Text, ...]] = []
     for standing in finished.standings:
@@ -56,7 +89,7 @@ def standings_rows(
             Text(ordinal(standing.place)),
             Text(name + (" [bot]" if standing.bot else "")),
             Text(_result_words(standing.status, reasons.get(standing.racer))),
-            Text("" if standing.score is None else str(standing.score)),
+            Text(score_text(standing.score, par)),
             Text(str(standing.cards_played)),
             Text(seconds),
         ))
@@ -83,11 +116,14 @@ class ResultsScreen(Screen[None]):
     def __init__(self, tracker: RaceTracker) -> None:
         super().__init__()
         self.tracker = tracker
+        self._columns = False
+        """Whether the standings table has its columns (messages can arrive before)."""
 
     def compose(self) -> ComposeResult:
         """Standings table, then the seed check, then the player's moves."""
         yield Static(f"Race {self.tracker.code} · results", id="title")
         yield DataTable(id="standings", cursor_type="none")
+        yield Static("", id="par")
         yield Static("", id="verified")
         yield Static("", id="my-moves")
         yield Static("", id="link", markup=False)
@@ -98,21 +134,38 @@ class ResultsScreen(Screen[None]):
         finished = self.tracker.finished
         if finished is None:
             return
-        table = self.query_one("#standings", DataTable)
-        table.add_columns("place", "racer", "result", "score", "played", "time")
-        reasons = {
-            racer: entry.reason
-            for racer, entry in self.tracker.progress.items()
-            if entry.reason is not None
-        }
-        for row in standings_rows(finished, self.tracker.you, reasons):
-            table.add_row(*row)
+        self.query_one("#standings", DataTable).add_columns(
+            "place", "racer", "result", "score", "played", "time"
+        )
+        self._columns = True
+        self.refresh_from_tracker()
         self.query_one("#verified", Static).update(Text(verification_line(self.tracker)))
         mine = [s for s in finished.standings if s.racer == self.tracker.you]
         if mine:
             self.query_one("#my-moves", Static).update(
                 Text(f"Your moves: {format_moves(mine[0].moves) or '(none)'}")
             )
+
+    def refresh_from_tracker(self) -> None:
+        """Redraw the standings and the par (which arrives after the result)."""
+        finished = self.tracker.finished
+        if finished is None or not self._columns or not self.is_attached:
+            return
+        table = self.query_one("#standings", DataTable)
+        table.clear()
+        reasons = {
+            racer: entry.reason
+            for racer, entry in self.tracker.progress.items()
+            if entry.reason is not None
+        }
+        for row in standings_rows(finished, self.tracker.you, reasons, self.tracker.par):
+            table.add_row(*row)
+        self.query_one("#par", Static).update(Text(par_line(self.tracker)))
+
+    @property
+    def par_shown(self) -> str:
+        """The par line as shown."""
+        return str(self.query_one("#par", Static).render())
 
     @property
     def verified_text(self) -> str:

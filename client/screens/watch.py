@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from client.race_state import RaceTracker, board_view
-from client.screens.results import verification_line
+from client.screens.results import par_line, verification_line
 from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
 from protocol import RacerStatus, RaceState
@@ -42,6 +42,7 @@ class WatchScreen(Screen[None]):
             with Vertical(id="side"):
                 yield Leaderboard("Leaderboard", id="leaderboard")
                 yield Static("", id="fog")
+                yield Static("", id="par")
                 yield Static("", id="verified")
                 yield Static("", id="link", markup=False)
         yield Footer()
@@ -98,6 +99,7 @@ class WatchScreen(Screen[None]):
             )
         else:
             self.say("Boards show every move; face-down cards stay hidden.")
+        self.query_one("#par", Static).update(Text(par_line(tracker)))
         self.query_one("#verified", Static).update(Text(verification_line(tracker)))
 
     def action_quit_app(self) -> None:

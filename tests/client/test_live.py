@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from asyncio import Task
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
+from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
 from textual.screen import Screen
+from textual.widgets import DataTable
 
 from client.bot_runner import Bot, BotResult
 from client.bots import get_strategy
@@ -23,9 +26,11 @@ from client.screens.watch import WatchScreen
 from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
 from client.widgets.race_status import RaceStatus
+from engine import Position
 from protocol import QuickRace, RacerStatus, Role, Standing
 from tests.client.keys import place_by_keys
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, fast_config, start_live_server
+from tests.server.known_games import WON_SEED, conformance_game
 
 #: Long enough for a loaded machine; it only stops a hung test, it times nothing.
 PATIENCE = 30.0
@@ -63,9 +68,12 @@ def card_in_hand_or_results(app: NetworkApp) -> bool:
     return isinstance(screen, NetworkRaceScreen) and screen.grid.board.card is not None
 
 
-async def play_out_by_keys(pilot: Pilot[int], app: NetworkApp, moves: int = 99) -> None:
-    """Place cards with arrow keys and Enter, each on the first legal target."""
-    for _ in range(moves):
+async def play_out_by_keys(
+    pilot: Pilot[int], app: NetworkApp, moves: int = 99, line: Sequence[Position] = ()
+) -> None:
+    """Place cards with arrow keys and Enter: the moves of ``line``, then each on the first
+    legal target."""
+    for number in range(moves):
         await wait_until(pilot, lambda: card_in_hand_or_results(app), "a card to place")
         screen = app.screen
         if not isinstance(screen, NetworkRaceScreen):
@@ -73,7 +81,8 @@ async def play_out_by_keys(pilot: Pilot[int], app: NetworkApp, moves: int = 99) 
         mirror = app.tracker.mirror
         assert mirror is not None
         answered = partial(move_answered, mirror, len(mirror.moves))
-        await place_by_keys(pilot, screen.grid, screen.grid.board.targets[0])
+        target = line[number] if number < len(line) else screen.grid.board.targets[0]
+        await place_by_keys(pilot, screen.grid, target)
         await wait_until(pilot, answered, "the server to accept the move")
 
 
@@ -165,6 +174,9 @@ async def test_watching_a_race_shows_every_board_and_hides_face_down_cards(
         assert {e.name for e in leaderboard.entries} == {"bot-1", "bot-2"}
         verified = str(app.screen.query_one("#verified").render())
         assert "✓ verified" in verified
+        await wait_until(pilot, lambda: app.tracker.par is not None, "the deal's par")
+        await pilot.pause()
+        assert str(app.screen.query_one("#par").render()).startswith("Deal: ")
     for result in await asyncio.gather(first_run, second_run):
         assert result.standing is not None
 
@@ -190,3 +202,28 @@ async def test_a_dropped_connection_is_resumed_and_the_race_goes_on(
         assert app.tracker.verify().ok
         await bot
 
+
+
+async def test_the_results_show_each_score_beside_the_deals_par(tmp_path: Path) -> None:
+    config = dataclasses.replace(
+        fast_config(tmp_path / "race.db"), seed_source=lambda: WON_SEED, par_budget=1.0
+    )
+    won_moves = conformance_game(WON_SEED)[1]
+    async with start_live_server(config) as live, racing_a_bot(live.url) as (pilot, app, bot):
+        await play_out_by_keys(pilot, app, line=won_moves)
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        await wait_until(pilot, lambda: app.tracker.par is not None, "the par")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        par = app.tracker.par
+        assert par is not None and par.score is not None
+        best = f"par {par.score} (proven)" if par.proven else f"par ≥ {par.score}"
+        beside = f"2 / {best.removesuffix(' (proven)')}"
+        assert my_standing(app).score == 2
+        lines = screen.par_shown.splitlines()
+        assert lines[0] == f"Deal: {best}" and f"ann {beside}" in lines[1:]
+        table = screen.query_one("#standings", DataTable)
+        assert any(str(cell) == beside for row in range(table.row_count)
+                   for cell in table.get_row_at(row))
+        await bot

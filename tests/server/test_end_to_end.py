@@ -13,6 +13,7 @@ from websockets.exceptions import ConnectionClosed
 
 from cli.main import main as foursquare
 from engine import Position, deal
+from engine.solver import par as solve_par
 from protocol import (
     Boards,
     CardToPlace,
@@ -29,6 +30,7 @@ from protocol import (
     QuickRace,
     RaceFinished,
     RaceOptions,
+    RacePar,
     RacerStatus,
     RaceSnapshot,
     RaceState,
@@ -326,3 +328,26 @@ async def test_a_big_race_of_bots_runs_to_standings_with_coalesced_progress(
     for bot in bots:
         bot.assert_nothing_undrawn(deal(finished[0].seed))
         await bot.close()
+
+
+async def test_a_finished_race_is_followed_by_the_deals_par(live_server: LiveServer) -> None:
+    ann, bob = await start_duel(live_server, dataclasses.replace(DUEL, public=True))
+    race = race_of(ann)
+    await bob.send(Resign(race=race, id=bob.next_id()))
+    await play(ann, race, WON_MOVES)
+    finished = await ann.expect(RaceFinished)
+    pars = [await racer.expect(RacePar, race=race) for racer in (ann, bob)]
+    assert pars[0] == pars[1]
+    found = pars[0]
+    assert found.score is not None and found.cards_used is not None
+    assert all(s.score is None or s.score <= found.score for s in finished.standings)
+    assert found.cards_used == len(STOCK) - found.score  # a won line leaves the rest in stock
+    if found.proven:
+        assert found.score == solve_par(WON_SEED).score
+    # Whoever comes to the finished race later gets the par with the result.
+    carol = await WireClient.connect(live_server.url, "carol", role=Role.SPECTATOR)
+    await carol.send(Spectate(race=race, id=carol.next_id()))
+    await carol.expect(RaceFinished, race=race)
+    assert await carol.expect(RacePar, race=race) == found
+    for client in (ann, bob, carol):
+        await client.close()
