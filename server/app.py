@@ -13,7 +13,6 @@ import contextlib
 import gc
 import http
 import logging
-import multiprocessing
 import signal
 import sys
 import weakref
@@ -113,9 +112,9 @@ class RaceServer:
         """Pars being computed, by deal: races dealt one seed share one search."""
         self._announcing: set[asyncio.Task[None]] = set()
         """Finished races waiting for their par (held so the tasks are not lost)."""
-        self._par_workers: concurrent.futures.ProcessPoolExecutor | None = None
-        """One process for par searches, started on first use: a search in a thread would
-        hold the interpreter lock against the event loop for up to its whole budget."""
+        self._par_worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="par")
+        """One thread for par searches, so at most one at a time shares the interpreter
+        lock with the event loop, however many races finish together."""
 
     @property
     def url(self) -> str:
@@ -185,8 +184,7 @@ class RaceServer:
         self.tournaments.stop()
         for task in self._announcing:
             task.cancel()  # no par is sent once the server has stopped
-        if self._par_workers is not None:
-            self._par_workers.shutdown(wait=False, cancel_futures=True)
+        self._par_worker.shutdown(wait=False, cancel_futures=True)
         log_event("server_stop")
         self._stopped.set()
 
@@ -270,18 +268,14 @@ class RaceServer:
             task.add_done_callback(self._announcing.discard)
 
     async def _announce_par(self, host: RaceHost) -> None:
-        """Compute the deal's par in a worker process (the result is already out) and send
+        """Compute the deal's par in the par thread (the result is already out) and send
         it to the race; a failed search is logged, never raised."""
         deal = (host.race.seed, host.race.options.ruleset)
         search = self._pars.get(deal)
         if search is None:
-            if self._par_workers is None:
-                self._par_workers = concurrent.futures.ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn")
-                )
             budget = self.config.par_budget
             loop = asyncio.get_running_loop()
-            search = loop.run_in_executor(self._par_workers, par, deal[0], deal[1], budget)
+            search = loop.run_in_executor(self._par_worker, par, deal[0], deal[1], budget)
             self._pars[deal] = search
             search.add_done_callback(lambda _: self._pars.pop(deal, None))
         try:
