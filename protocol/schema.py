@@ -12,6 +12,7 @@ that default; a field whose default is ``None`` is left out when it is ``None``.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
 from enum import Enum
@@ -48,15 +49,18 @@ def bad(where: str, expected: str, value: object) -> ProtocolError:
     return ProtocolError(ErrorCode.BAD_MESSAGE, f"{where} must be {expected}, not {show(value)}")
 
 
-class Spec:
+class Spec(ABC):
     """One kind of wire value. ``wire`` describes it for the documentation."""
 
     wire: str = "any"
     #: Whether :meth:`encode` returns its argument unchanged (lets the encoder skip it).
     passthrough: bool = True
 
+    @abstractmethod
     def decode(self, value: object, where: str, strict: bool) -> Any:
-        raise NotImplementedError
+        """Check ``value`` from the wire and return it as Python; raise ``ProtocolError``
+        naming ``where`` if it is not what this spec allows (``strict``: refuse unknown
+        fields, as the server does)."""
 
     def encode(self, value: Any) -> object:
         return value

@@ -113,8 +113,9 @@ class RaceScreen(Screen[None]):
         self.place(event.position)
 
     def place(self, position: Position) -> None:
-        """Play the card in hand at ``position``."""
-        raise NotImplementedError
+        """Play the card in hand at ``position``: locally in solo, through the server in a
+        race. Every subclass says which (Textual's metaclass rules out ``abc`` here)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how to play a card")
 
     def action_leave(self) -> None:
         """Leave the client."""
