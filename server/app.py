@@ -8,7 +8,6 @@ commands go to the race's :class:`~server.host.RaceHost`, and the pure
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import gc
 import http
@@ -25,7 +24,7 @@ from websockets.http11 import Request, Response
 
 import protocol
 from engine import Ruleset
-from engine.solver import NoWinnableSeed, Par, par, winnable_seed
+from engine.solver import NoWinnableSeed, winnable_seed
 from protocol import (
     PROTOCOL_VERSION,
     ClientMessage,
@@ -57,6 +56,7 @@ from server.journal import (
 from server.logs import log_event
 from server.metrics import Metrics
 from server.outgoing import card_message, millis, race_options
+from server.par_worker import ParFound, ParWorker
 from server.rate_limit import TokenBucket
 from server.sessions import Session, SessionRegistry
 from server.tournament_host import TournamentDesk
@@ -108,13 +108,13 @@ class RaceServer:
         self._stopped = asyncio.Event()
         self._closing: set[asyncio.Task[None]] = set()
         """Connections being closed in the background (held so the tasks are not lost)."""
-        self._pars: dict[tuple[str, Ruleset], asyncio.Future[Par]] = {}
+        self._pars: dict[tuple[str, Ruleset], asyncio.Task[ParFound]] = {}
         """Pars being computed, by deal: races dealt one seed share one search."""
         self._announcing: set[asyncio.Task[None]] = set()
         """Finished races waiting for their par (held so the tasks are not lost)."""
-        self._par_worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="par")
-        """One thread for par searches, so at most one at a time shares the interpreter
-        lock with the event loop, however many races finish together."""
+        self._par_worker = ParWorker()
+        """One low-priority child process for par searches, one at a time, however many
+        races finish together."""
 
     @property
     def url(self) -> str:
@@ -182,9 +182,9 @@ class RaceServer:
         for host in self.hosts.values():
             host.stop()
         self.tournaments.stop()
-        for task in self._announcing:
+        for task in [*self._announcing, *self._pars.values()]:
             task.cancel()  # no par is sent once the server has stopped
-        self._par_worker.shutdown(wait=False, cancel_futures=True)
+        await self._par_worker.close()
         log_event("server_stop")
         self._stopped.set()
 
@@ -268,14 +268,14 @@ class RaceServer:
             task.add_done_callback(self._announcing.discard)
 
     async def _announce_par(self, host: RaceHost) -> None:
-        """Compute the deal's par in the par thread (the result is already out) and send
+        """Have the par worker compute the deal's par (the result is already out) and send
         it to the race; a failed search is logged, never raised."""
         deal = (host.race.seed, host.race.options.ruleset)
         search = self._pars.get(deal)
         if search is None:
-            budget = self.config.par_budget
-            loop = asyncio.get_running_loop()
-            search = loop.run_in_executor(self._par_worker, par, deal[0], deal[1], budget)
+            search = asyncio.create_task(
+                self._par_worker.par(*deal, self.config.par_budget), name="par"
+            )
             self._pars[deal] = search
             search.add_done_callback(lambda _: self._pars.pop(deal, None))
         try:
@@ -283,9 +283,8 @@ class RaceServer:
         except Exception as error:
             log_event("par_error", logging.ERROR, race=host.race_id, error=repr(error))
             return
-        cards_used = len(found.moves) if found.score is not None else None
         message = RacePar(
-            race=host.race_id, score=found.score, proven=found.proven, cards_used=cards_used
+            race=host.race_id, score=found.score, proven=found.proven, cards_used=found.cards_used
         )
         host.announce_par(message)
 

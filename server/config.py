@@ -63,8 +63,8 @@ class ServerConfig:
     finished_linger: float = 300.0
     """Seconds a finished race stays in memory for late resumes and spectators."""
     par_budget: float = 2.0
-    """Seconds the solver may spend on a finished race's par (in a worker thread, after
-    the result is out); 0 computes no par."""
+    """Seconds the solver may spend on a finished race's par (in a low-priority child
+    process, after the result is out); 0 computes no par."""
     clock: Clock = field(default=time.time, compare=False)
     seed_source: SeedSource = field(default=random_seed, compare=False)
 
