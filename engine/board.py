@@ -331,11 +331,13 @@ def triggers_needed(board: Board) -> int | None:
             bit <<= 1
         occupied_masks.append(occupied)
         down_masks.append(down)
-    return _pattern_triggers(tuple(occupied_masks), tuple(down_masks), board.grid_size)
+    return pattern_triggers(tuple(occupied_masks), tuple(down_masks), board.grid_size)
 
 
 @lru_cache(maxsize=1 << 17)
-def _pattern_triggers(occupied: tuple[int, ...], down: tuple[int, ...], size: int) -> int | None:
+def pattern_triggers(
+    occupied: tuple[int, ...], down: tuple[int, ...], size: int
+) -> int | None:
     """:func:`triggers_needed` on column masks: bit ``r`` of ``occupied[c]`` is a pile at
     row ``r``.
 

@@ -56,22 +56,49 @@ def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
         return WIN + cards_left
     if cards_left == 0:
         return LOSS
-    value = weights.pile * board.piles - weights.face_down * board.face_down
-    if weights.exposure:
-        value -= weights.exposure * exposure(board)
-    if board.face_down:
-        needed = triggers_needed(board)
-        if needed is not None:
-            value += weights.repairable - weights.triggers * needed
-        if board.face_down == board.limit:
+    return combine(
+        weights,
+        board.piles,
+        board.face_down,
+        board.limit,
+        triggers_needed(board) if board.face_down else 0,
+        _buried(board) if board.face_down else 0,
+        exposure(board) if weights.exposure else 0.0,
+    )
+
+
+def combine(
+    weights: Weights,
+    piles: int,
+    face_down: int,
+    limit: int,
+    needed: int | None,
+    buried: int,
+    exposed: float = 0.0,
+) -> float:
+    """The heuristic value of a position that is neither won nor lost, from its counts.
+
+    ``needed`` is :func:`~engine.board.triggers_needed` (``None``: not repairable) and
+    ``buried`` the face-down tops on full piles, ``exposed`` the line exposure
+    (:func:`exposure`). Shared with the look-ahead's bitmask board, so both score
+    positions alike.
+    """
+    value = weights.pile * piles - weights.face_down * face_down
+    if exposed:
+        value -= weights.exposure * exposed
+    if needed is not None:
+        value += weights.repairable - weights.triggers * needed
+    if face_down:
+        if face_down == limit:
             value -= weights.at_limit
-        capacity, height, up = board.capacity, board.height, board.up
-        buried = sum(1 for cell in board.occupied() if not up[cell] and height[cell] >= capacity)
         value -= weights.buried_face_down * buried
-    else:
-        value += weights.repairable
     return value
 
+
+def _buried(board: Board) -> int:
+    """Face-down tops on full piles: nothing can cover them any more."""
+    capacity, height, up = board.capacity, board.height, board.up
+    return sum(1 for cell in board.occupied() if not up[cell] and height[cell] >= capacity)
 
 def exposure(board: Board) -> float:
     """How many tops a trigger is expected to turn face down, summed over the lines.

@@ -20,10 +20,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from client.bots.masks import MaskBoard
 from client.bots.view import RacerView
 from engine import Position
-from engine.board import Board
-from engine.heuristic import LOOKAHEAD, WIN, Weights, evaluate
+from engine.heuristic import LOOKAHEAD, WIN, Weights
 
 
 class _OutOfTime(Exception):
@@ -59,7 +59,7 @@ class ExpectimaxStrategy:
 
     def choose(self, view: RacerView) -> Position:
         """The placement of ``view.card`` with the best expected value found in time."""
-        board = view.board()
+        board = MaskBoard.from_board(view.board(), self.weights)
         counts = view.unseen_ranks()
         cards_left = view.stock_left()
         rank = view.card.rank
@@ -80,19 +80,18 @@ class ExpectimaxStrategy:
 
     # ------------------------------------------------------------------ search
 
-    def _ranked_targets(self, board: Board, rank: int, cards_left: int) -> list[tuple[int, float]]:
+    def _ranked_targets(
+        self, board: MaskBoard, rank: int, cards_left: int
+    ) -> list[tuple[int, float]]:
         """Every target with its static value after placing ``rank``, best first."""
-        scored = []
-        for cell in board.targets():
-            token = board.place(cell, rank)
-            scored.append((cell, evaluate(board, cards_left, self.weights)))
-            board.undo(token)
+        value = board.geometry.value
+        scored = [(cell, value(*board.after(cell, rank), cards_left)) for cell in board.targets()]
         scored.sort(key=lambda item: -item[1])
         return scored
 
     def _ranked_at_depth(
         self,
-        board: Board,
+        board: MaskBoard,
         ranked: list[tuple[int, float]],
         rank: int,
         counts: list[int],
@@ -112,14 +111,18 @@ class ExpectimaxStrategy:
         scored.sort(key=lambda item: -item[1])
         return scored
 
-    def _chance(self, board: Board, counts: list[int], cards_left: int, depth: int) -> float:
+    def _chance(self, board: MaskBoard, counts: list[int], cards_left: int, depth: int) -> float:
         """Expected value over the next card's rank, each rank placed at its best target."""
         if self.clock() > self._deadline:
             raise _OutOfTime
-        if board.face_down > board.limit or cards_left == 0 or (
-            board.face_down == 0 and board.piles == board.grid_size * board.grid_size
+        face_down = board.down.bit_count()
+        rules = board.geometry.rules
+        if face_down > rules.face_down_limit or cards_left == 0 or (
+            not face_down and board.occupied.bit_count() == rules.grid_size**2
         ):
-            return evaluate(board, cards_left, self.weights)
+            return board.value(cards_left)
+        if depth <= 1:
+            return _last_chance(board, counts, cards_left)
         total = sum(counts)
         expected = 0.0
         for representative, weight in _rank_classes(board, counts):
@@ -129,11 +132,11 @@ class ExpectimaxStrategy:
         return expected / total
 
     def _decide(
-        self, board: Board, rank: int, counts: list[int], cards_left: int, depth: int
+        self, board: MaskBoard, rank: int, counts: list[int], cards_left: int, depth: int
     ) -> float:
         """The best value of placing ``rank`` now, looking ``depth - 1`` further plies."""
         ranked = self._ranked_targets(board, rank, cards_left)
-        if depth <= 1 or ranked[0][1] >= WIN:
+        if ranked[0][1] >= WIN:
             return ranked[0][1]
         best = float("-inf")
         for cell, static_value in ranked[: self.beam]:
@@ -146,13 +149,56 @@ class ExpectimaxStrategy:
         return best if best > float("-inf") else ranked[0][1]
 
 
-def _rank_classes(board: Board, counts: list[int]) -> list[tuple[int, int]]:
+def _last_chance(board: MaskBoard, counts: list[int], cards_left: int) -> float:
+    """The last ply's chance node: the expected value of the next card at its best target.
+
+    No placement is made: each target's row and column flips are read once, and the
+    value of each way the card can trigger them (neither, the row, the column, both) is
+    scored at most once, whatever the number of rank classes sharing it.
+    """
+    value = board.geometry.value
+    occupied, down, full, height = board.occupied, board.down, board.full, board.height
+    capacity = board.geometry.rules.pile_capacity
+    cards_after = cards_left - 1
+    # Per target: its row's other piles with their lowest and highest face-up rank, the
+    # same for its column, the masks after any placement there, and the values by way.
+    places = []
+    for cell in board.targets():
+        bit = 1 << cell
+        full_after = full | bit if height[cell] + 1 >= capacity else full
+        ways: list[float | None] = [None] * 4
+        places.append((*board.line_flips(cell), occupied | bit, down & ~bit, full_after, ways))
+    expected = 0.0
+    for rank, weight in _rank_classes(board, counts):
+        best = float("-inf")
+        for row, row_low, row_high, col, col_low, col_high, grown, down_after, full_after, ways in (
+            places
+        ):
+            way = 1 if row and (rank < row_low or rank > row_high) else 0
+            if col and (rank < col_low or rank > col_high):
+                way += 2
+            result = ways[way]
+            if result is None:
+                flipped = down_after ^ (row if way & 1 else 0) ^ (col if way & 2 else 0)
+                result = ways[way] = value(grown, flipped, full_after, cards_after)
+            if result > best:
+                best = result
+        expected += weight * best
+    return expected / sum(counts)
+
+def _rank_classes(board: MaskBoard, counts: list[int]) -> list[tuple[int, int]]:
     """The still-possible ranks grouped by their order against the face-up tops.
 
     Returns ``(representative rank, cards in the class)`` pairs; the representative is
     the class's most common rank, so that deeper plies see a likely card.
     """
-    face_up_ranks = {board.rank[cell] for cell in board.occupied() if board.up[cell]}
+    face_up_ranks = set()
+    face_up = board.occupied & ~board.down
+    ranks = board.rank
+    while face_up:
+        low = face_up & -face_up
+        face_up ^= low
+        face_up_ranks.add(ranks[low.bit_length() - 1])
     classes: dict[int, tuple[int, int]] = {}
     for rank in range(1, len(counts)):
         count = counts[rank]
