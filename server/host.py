@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -62,7 +61,7 @@ class _Outgoing:
 
 
 class RaceHost:
-    """A race, the connections that listen to it, and its outbox and clock tasks."""
+    """A race, the connections that listen to it, its outbox and its clock timer."""
 
     def __init__(
         self,
@@ -96,13 +95,12 @@ class RaceHost:
         self._drained: asyncio.Future[None] | None = None
         self._presence_timer: asyncio.TimerHandle | None = None
         self._last_presence = float("-inf")
-        self._wake = asyncio.Event()
-        self._sleeping_until = float("-inf")
-        """The clock's next wake-up (server clock); a command with an earlier deadline
-        wakes it, the rest leave it asleep (most moves do not move the deadline)."""
-        self._clock_task = asyncio.create_task(
-            self._run_clock(), name=f"race-{race.race_id}-clock"
-        )
+        self._clock_timer: asyncio.TimerHandle | None = None
+        self._clock_due = float("inf")
+        """The deadline (server clock) the clock's timer is set for; a command with an
+        earlier deadline sets it again, the rest leave it (most moves do not move it)."""
+        self._clock_stopped = False
+        self._set_clock()
         self.par: RacePar | None = None
         """The deal's par, once computed after the finish (sent to whoever sees the result)."""
 
@@ -153,9 +151,7 @@ class RaceHost:
                 received_at,
             )
         )
-        deadline = self.race.next_deadline()
-        if deadline is not None and deadline < self._sleeping_until:
-            self._wake.set()
+        self._set_clock()
 
     def tell(self, connection: ServerConnection, *messages: ServerMessage) -> None:
         """Send ``messages`` to one connection, in order after everything already queued."""
@@ -246,7 +242,7 @@ class RaceHost:
     async def drain(self) -> None:
         """Wait until everything queued so far has been sent (after its journal write);
         nothing queued later is sent."""
-        self._clock_task.cancel()  # no more ticks: the race stands still from here
+        self._stop_clock()  # no more ticks: the race stands still from here
         if self._outbox and not self._closed:
             self._drained = asyncio.get_running_loop().create_future()
             await self._drained
@@ -254,7 +250,7 @@ class RaceHost:
 
     def stop(self) -> None:
         """Cancel the race's clock and send nothing more (the race itself stays as it is)."""
-        self._clock_task.cancel()
+        self._stop_clock()
         if self._presence_timer is not None:
             self._presence_timer.cancel()
         self._closed = True
@@ -266,20 +262,34 @@ class RaceHost:
         session = self._sessions.get(racer_id)
         return session is not None and session.connection is not None
 
-    async def _run_clock(self) -> None:
-        while self.race.phase is not core.Phase.FINISHED:
-            self._wake.clear()
-            deadline = self.race.next_deadline()
-            self._sleeping_until = float("inf") if deadline is None else deadline
-            timeout = None if deadline is None else max(0.0, deadline - self._clock())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            self._sleeping_until = float("-inf")
-            try:
-                self.apply(core.Tick())
-            except Exception as error:  # a clock that dies silently would freeze the race
-                log_event("internal_error", logging.ERROR, race=self.race_id, error=repr(error))
-                return
+    def _set_clock(self) -> None:
+        """Set the clock's timer for the race's next deadline, if that is earlier than the
+        one it is set for. A plain loop timer, not a task waiting on an event: a move
+        that brings the next progress update forward costs one timer, not a task wake-up
+        and a new wait."""
+        deadline = self.race.next_deadline()
+        if self._clock_stopped or deadline is None or deadline >= self._clock_due:
+            return
+        if self._clock_timer is not None:
+            self._clock_timer.cancel()
+        self._clock_due = deadline
+        delay = max(0.0, deadline - self._clock())
+        self._clock_timer = asyncio.get_running_loop().call_later(delay, self._on_clock)
+
+    def _on_clock(self) -> None:
+        self._clock_timer, self._clock_due = None, float("inf")
+        if self.race.phase is core.Phase.FINISHED:
+            return
+        try:
+            self.apply(core.Tick())  # sets the clock again for the next deadline
+        except Exception as error:  # a clock that dies silently would freeze the race
+            log_event("internal_error", logging.ERROR, race=self.race_id, error=repr(error))
+
+    def _stop_clock(self) -> None:
+        self._clock_stopped = True
+        if self._clock_timer is not None:
+            self._clock_timer.cancel()
+            self._clock_timer = None
 
     def _post(self, item: _Outgoing) -> None:
         if self._closed and self._drained is None:
