@@ -886,10 +886,15 @@ def _remote(connection: ServerConnection) -> str | None:
 
 
 #: The cyclic garbage collector's thresholds in a server process (CPython's are 700, 10, 10).
-#: Every move allocates a few hundred short-lived objects that reference counting frees;
-#: counted against 700 they set off a young collection every few moves, and each young
-#: collection brings the next full one (which scans every connection and race) closer.
-GC_THRESHOLDS = (10_000, 10, 10)
+#: A young collection costs in proportion to the objects it finds (about a millisecond per
+#: thousand here), so young collections stay at CPython's size: a raised first threshold
+#: made each one a 5-15 ms pause, felt by every move waiting behind it. What a young
+#: collection keeps is mostly the live state of moves in flight, which reference counting
+#: frees soon after; so the middle generation is collected only every thousand young
+#: collections (about a minute at a thousand moves a second), and the full collection,
+#: which scans every connection and race, rarely. Rare long pauses touch far fewer moves
+#: than frequent medium ones.
+GC_THRESHOLDS = (700, 1000, 100)
 
 #: Seconds a thread may hold the GIL while another waits for it (CPython's is 0.005).
 GIL_SWITCH_INTERVAL = 0.0005
@@ -897,7 +902,7 @@ GIL_SWITCH_INTERVAL = 0.0005
 
 def _tune_collector() -> None:
     """Collect what starting left behind, set it aside for good (modules, recovered races:
-    never garbage, never scanned again), and collect the young generation less often."""
+    never garbage, never scanned again), and collect the older generations less often."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
