@@ -1,12 +1,13 @@
 """The floor for the load test: a bare websockets server that does no game work.
 
 It runs on the same stack as the race server (``websockets`` asyncio server, compression
-off, the default event loop) and carries the same message pattern: each frame is sent
-back to its sender (the ``placed``/``card`` answer to a ``place``), and also broadcast,
-once encoded, to every other connection on the same path (the ``progress`` fan-out to a
-race's racers and spectators). Whatever the race server adds on top of this is its cost.
+off, the event loop chosen with ``--loop`` as for ``foursquare serve``) and carries the
+same message pattern: each frame is sent back to its sender (the ``placed``/``card``
+answer to a ``place``), and also broadcast, once encoded, to every other connection on
+the same path (the ``progress`` fan-out to a race's racers and spectators). Whatever the
+race server adds on top of this is its cost.
 
-    python -m bench.echo_server --port 8766
+    python -m bench.echo_server --port 8766 [--loop uvloop]
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections import defaultdict
 
 from websockets import broadcast
 from websockets.asyncio.server import ServerConnection, serve
+
+from cli.server_commands import LOOPS, event_loop_factory
 
 MAX_FRAME = 4 * 1024 * 1024
 
@@ -54,9 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8766)
+    parser.add_argument("--loop", choices=LOOPS, default="asyncio",
+                        help="event loop, as for `foursquare serve --loop`")
     args = parser.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run(args.host, args.port))
+    try:
+        loop_factory = event_loop_factory(args.loop)
+    except ValueError as error:
+        parser.error(str(error))
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory) as r:
+        r.run(run(args.host, args.port))
     return 0
 
 

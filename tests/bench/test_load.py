@@ -2,7 +2,33 @@
 
 from __future__ import annotations
 
-from bench.load import Settings, run_target, summary, table
+import importlib.util
+import sys
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from bench.load import (
+    PROGRESS_SAMPLE,
+    Generator,
+    Settings,
+    frame_type,
+    names_race,
+    run_target,
+    summary,
+    table,
+    target_command,
+    unavailable,
+)
+from protocol import encode, encode_wire
+from protocol.examples import EXAMPLES
+
+HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
+LOOPS = [
+    "asyncio",
+    pytest.param("uvloop", marks=pytest.mark.skipif(not HAS_UVLOOP, reason="no uvloop")),
+]
 
 
 def test_summary_uses_nearest_rank_in_milliseconds() -> None:
@@ -12,8 +38,57 @@ def test_summary_uses_nearest_rank_in_milliseconds() -> None:
     assert summary([])["p99"] is None
 
 
-def test_echo_target_measures_moves_and_fan_out() -> None:
-    settings = Settings(racers=8, race_size=4, think=0.2, spectators=2, duration=2.5, warmup=0.5)
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_a_frames_type_and_race_are_read_from_its_bytes(name: str) -> None:
+    message = EXAMPLES[name]
+    frame = encode(message)
+    # The type key written first (as another encoder might) is found as well.
+    reordered = msgpack.packb(encode_wire(message), use_bin_type=True)
+    assert frame_type(frame) == frame_type(reordered) == name.encode()
+    race = getattr(message, "race", None)
+    if isinstance(race, str):
+        assert names_race(frame, race)
+        assert not names_race(frame, race + "X")
+
+
+def test_a_frame_that_is_not_a_map_with_a_type_is_left_to_the_decoder() -> None:
+    assert frame_type(msgpack.packb({"kind": "progress"})) is None
+    assert frame_type("text") is None
+    assert not names_race("text", "AB12")
+
+
+def test_at_most_a_sample_of_racers_times_progress() -> None:
+    for racers, race_size in ((1000, 4), (1000, 1000), (5000, 4), (8, 4)):
+        generator = Generator(Settings(racers=racers, race_size=race_size), "ws://x", "server")
+        timing = [
+            (group, seat)
+            for group in generator.groups
+            for seat in range(race_size)
+            if group.index * race_size + seat < racers and generator.samples_progress(group, seat)
+        ]
+        assert len(timing) == min(racers, PROGRESS_SAMPLE)
+
+
+def test_the_target_and_the_floor_get_the_same_loop() -> None:
+    for target in ("server", "server-no-journal", "echo"):
+        command = target_command(target, 9999, Path("x.db"), "uvloop")
+        assert command[command.index("--loop") + 1] == "uvloop"
+
+
+def test_a_loop_that_is_not_installed_is_a_reason_not_to_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "uvloop", None)
+    for target in ("server", "echo"):
+        reason = unavailable(target, "uvloop")
+        assert reason is not None and "not installed" in reason
+    assert unavailable("echo", "asyncio") is None
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_echo_target_measures_moves_and_fan_out(loop: str) -> None:
+    settings = Settings(racers=8, race_size=4, think=0.2, spectators=2, duration=2.5, warmup=0.5,
+                        loop=loop)
     result = run_target("echo", settings)
     assert result["connected"] == 10
     assert result["errors"] == 0
@@ -22,6 +97,7 @@ def test_echo_target_measures_moves_and_fan_out() -> None:
     assert result["progress_racers_ms"]["count"] > 0
     assert result["progress_spectators_ms"]["count"] > 0
     assert result["rss_idle_mib"] > 0
+    assert result["loop"] == loop
     assert "| echo | 8 |" in table([result])
 
 
@@ -33,4 +109,5 @@ def test_server_target_races_with_real_clients() -> None:
     assert result["races_started"] >= 2
     assert result["moves"] > 0
     assert result["progress_racers_ms"]["count"] > 0
+    assert result["progress_spectators_ms"]["count"] > 0
     assert result["journal"] == "disk"

@@ -1,0 +1,82 @@
+"""``foursquare serve --loop``: asyncio's loop by default, uvloop when asked and installed,
+and a clear refusal when it is asked for but missing."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from tests.server.wire_client import WireClient
+
+HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_uvloop_asked_for_but_missing_is_refused_with_a_sentence(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A None entry in sys.modules makes ``import uvloop`` raise ImportError, as when absent.
+    monkeypatch.setitem(sys.modules, "uvloop", None)
+    argv = ["serve", "--port", "0", "--db", str(tmp_path / "x.db")]
+    if how == "flag":
+        argv += ["--loop", "uvloop"]
+    else:
+        monkeypatch.setenv("FOURSQUARE_LOOP", "uvloop")
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "uvloop" in error and "not installed" in error
+    assert "foursquare-race[fast]" in error
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_an_unknown_loop_in_the_environment_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FOURSQUARE_LOOP", "tokio")
+    assert main(["serve", "--port", "0", "--db", str(tmp_path / "x.db")]) == 2
+    assert "unknown event loop 'tokio'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "asyncio",
+        pytest.param(
+            "uvloop", marks=pytest.mark.skipif(not HAS_UVLOOP, reason="uvloop is not installed")
+        ),
+    ],
+)
+async def test_the_server_runs_and_answers_on_the_chosen_loop(loop: str, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "cli.main", "serve", "--port", "0",
+               "--db", str(tmp_path / "foursquare.db"), "--loop", loop]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("FOURSQUARE_LOOP", None)
+    log = (tmp_path / "serve.log").open("w")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        # The line names the loop the server found itself running on, not the flag.
+        assert f"(event loop: {loop})" in line, line
+        match = re.search(r"ws://[\d.]+:\d+", line)
+        assert match is not None, line
+        client = await WireClient.connect(match[0], "ann")
+        assert client.welcome.name == "ann"
+        await client.connection.close()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+        log.close()
