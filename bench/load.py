@@ -65,9 +65,8 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
+from bench.wire import Closed, HandshakeFailed, WireClient, connect
 from cli.server_commands import LOOPS, event_loop_factory
 from engine.board import Board
 from protocol import (
@@ -83,7 +82,6 @@ from protocol import (
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-MAX_FRAME = 4 * 1024 * 1024
 #: What a run can measure: the server with its journal on disk (as deployed), on a RAM
 #: disk (the same code without the disk's fsync), or off; and the echo floor.
 TARGETS = ("server", "server-ram", "server-no-journal", "echo")
@@ -175,7 +173,7 @@ class Generator:
         self.stop = asyncio.Event()
         self.measure_from = float("inf")
         self.go_time = float("inf")
-        self.connections: list[ClientConnection] = []
+        self.connections: list[WireClient] = []
         self.connect_gate = asyncio.Semaphore(64)
         self.all_connected = asyncio.Event()
         self.expected = settings.racers + settings.spectators
@@ -213,18 +211,11 @@ class Generator:
             if len(self.stats.error_samples) < 10:
                 self.stats.error_samples.append(f"{code}: {message}" if message else code)
 
-    async def open(self, path: str, hello: Hello) -> ClientConnection | None:
+    async def open(self, path: str, hello: Hello) -> WireClient | None:
         """Connect and say hello; ``None`` (and an error counted) if that fails."""
         try:
             async with self.connect_gate:
-                ws = await connect(
-                    self.url + path,
-                    compression=None,
-                    max_size=MAX_FRAME,
-                    ping_interval=None,
-                    open_timeout=self.settings.connect_timeout,
-                    close_timeout=2,
-                )
+                ws = await connect(self.url + path, self.settings.connect_timeout)
                 self.connections.append(ws)
                 frame = encode(hello)
                 await ws.send(frame)
@@ -236,7 +227,7 @@ class Generator:
                 else:
                     while await ws.recv() != frame:
                         pass
-        except (OSError, InvalidHandshake, ConnectionClosed, TimeoutError) as failure:
+        except (OSError, HandshakeFailed, Closed, TimeoutError) as failure:
             self.error(f"connect:{type(failure).__name__}")
             return None
         finally:
@@ -256,7 +247,7 @@ class Generator:
         rng = random.Random(self.settings.seed * 1_000_003 + group.index * 1009 + seat)
         await self.go.wait()
         round_number = 0
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(Closed):
             while not self.stop.is_set():
                 race = group.race(round_number)
                 request = round_number + 1
@@ -280,7 +271,7 @@ class Generator:
 
     async def play_race(
         self,
-        ws: ClientConnection,
+        ws: WireClient,
         race: asyncio.Future[tuple[str, str]],
         request: int,
         rng: random.Random,
@@ -360,7 +351,7 @@ class Generator:
 
     async def _place(
         self,
-        ws: ClientConnection,
+        ws: WireClient,
         card: dict[str, Any],
         board: Board,
         race_id: str,
@@ -382,7 +373,7 @@ class Generator:
         row, col = best[1]
         move = card["move"]
         self.sent[(race_id, you, move)] = time.perf_counter()
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(Closed):
             await ws.send(encode(Place(race=card["race"], move=move, row=row, col=col)))
 
     async def server_spectator(self, index: int) -> None:
@@ -393,7 +384,7 @@ class Generator:
             return
         group = self.groups[index % len(self.groups)]
         await self.go.wait()
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(Closed):
             while not self.stop.is_set():
                 round_number = group.current
                 race_id, _ = await group.race(round_number)
@@ -447,11 +438,11 @@ class Generator:
             move = move % 40 + 1
             mine = encode(Place(race=group_code(group), move=move, row=0, col=0, id=seat))
             waiting_since = self.sent[(race_id, you, move)] = time.perf_counter()
-            with contextlib.suppress(ConnectionClosed):
+            with contextlib.suppress(Closed):
                 await ws.send(mine)
 
         tasks = {asyncio.create_task(place_next())}
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(Closed):
             async for frame in ws:
                 now = time.perf_counter()
                 if frame == mine:
@@ -479,7 +470,7 @@ class Generator:
         ws = await self.open(path, Hello(name=f"watch-{index}", bot=True, role=Role.SPECTATOR))
         if ws is None:
             return
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(Closed):
             async for frame in ws:
                 now = time.perf_counter()
                 message = msgpack.unpackb(frame)
@@ -991,9 +982,10 @@ def goals(base: Settings) -> list[tuple[str, list[tuple[str, Settings]], Any]]:
     thousand = replace(base, racers=1000, race_size=4, think=1.0, spectators=20)
     crowd = replace(base, racers=5000, race_size=4, think=1.0, spectators=20,
                     connect_timeout=120.0)
-    # A race of 1,000 takes a while to fill: a minute of warm-up is not measured.
+    # A race of 1,000 fills in about 10 s and its games last about 40 moves (40 s at this
+    # think time): the first 15 s are not measured, so a 20-30 s window sees the race on.
     one_race = replace(base, racers=1000, race_size=1000, think=1.0, spectators=50,
-                       duration=duration + 60, warmup=60)
+                       duration=duration + 15, warmup=15)
     flat_out = replace(base, racers=200, race_size=4, think=0.0, spectators=0)
 
     def floor_ratio(r: dict[str, dict[str, Any]]) -> tuple[str, bool | None]:
@@ -1103,7 +1095,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="event loop of the server, the echo floor and the load generator "
                         f"alike (default {defaults.loop})")
     parser.add_argument("--goals", action="store_true",
-                        help="run the five goal scenarios (about five minutes) and judge them")
+                        help="run the five goal scenarios (about four minutes at 30 s a run) "
+                        "and judge them")
     parser.add_argument("--sweep", help="comma-separated racer counts: one run per count and "
                         "target, and a plot of latency against racers")
     parser.add_argument("--db-dir", help="directory for the server's journal (e.g. /dev/shm)")
