@@ -38,6 +38,12 @@ class Weights:
     """Per row or column trigger still needed to turn the face-down tops up."""
     exposure: float = 0.4
     """Per card the next trigger is expected to turn face down (see :func:`exposure`)."""
+    unfinished: float = 0.0
+    """Added to every position neither won nor lost. One ply compares only such
+    positions with each other, so it does not matter there; a look-ahead also weighs them
+    against wins (``WIN`` plus the score) and losses (``LOSS``), and this says how close
+    to a win a position still in play is: the higher, the less risk a search takes to
+    win early."""
 
 
 #: The tuned weights for one ply (greedy).
@@ -92,7 +98,7 @@ def combine(
         if face_down == limit:
             value -= weights.at_limit
         value -= weights.buried_face_down * buried
-    return value
+    return value + weights.unfinished
 
 
 def _buried(board: Board) -> int:

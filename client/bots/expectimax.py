@@ -3,9 +3,15 @@
 The racer knows which cards are drawn, so it knows how many of each rank the stock
 still holds: the next card's rank has a known distribution. Expectimax takes, for each
 placement of the card in hand, the expected value over the next card's rank of the best
-placement of that card, and so on for a few plies, scoring the leaves with the greedy
-heuristic. Two ideas keep it within budget in pure Python:
+placement of that card, and so on for three plies, scoring the leaves with the
+heuristic's look-ahead weights (:data:`~engine.heuristic.LOOKAHEAD`). What keeps three
+plies within budget in pure Python:
 
+- **A bitmask board** (:mod:`client.bots.masks`): a placement is a few integer
+  operations and a position's value is a table lookup on its masks.
+- **The last ply places nothing.** A card's effect on one target depends only on
+  whether it triggers the target's row and its column, so each target's (at most) four
+  outcomes are scored once and shared by every rank.
 - **Rank classes.** For one placement, only a card's order against the face-up ranks
   on the board matters (the trigger test compares with face-up ranks only), so ranks
   in the same gap, or equal to the same face-up rank, are one outcome with their
@@ -13,6 +19,10 @@ heuristic. Two ideas keep it within budget in pure Python:
 - **A beam below the root.** At inner decision nodes only the few placements the
   heuristic likes best are searched deeper; the search deepens one ply at a time and
   keeps the deepest answer finished within the per-move time budget.
+
+The values are on one scale: a win is worth ``WIN`` plus its score, a loss ``LOSS``,
+and a position still in play its heuristic value lifted by the look-ahead weights'
+``unfinished``, so that the search does not gamble a likely win later on a quick one.
 """
 
 from __future__ import annotations
@@ -48,7 +58,14 @@ class ExpectimaxStrategy:
         greedy's one ply to ``max_depth`` plies); ``beam`` placements are searched deeper
         at each inner decision, and ``root_beam`` placements of the card in hand at each
         depth after the second; ``clock`` is injectable for tests.
+
+        ``weights`` may not use the line exposure (the bitmask board scores positions
+        without ranks), and a position in play must stay below a win: ``ValueError``.
         """
+        if weights.exposure:
+            raise ValueError("the look-ahead's weights cannot use the line exposure")
+        if weights.unfinished + weights.pile * 16 + weights.repairable >= WIN:
+            raise ValueError("a position in play would score as much as a win")
         self.budget = budget
         self.max_depth = max_depth
         self.beam = beam

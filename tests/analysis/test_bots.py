@@ -8,14 +8,15 @@ import random
 import pytest
 
 from client.bots import DEFAULT_STRATEGY, STRATEGIES, RacerView, get_strategy
-from engine import Card, Game, Ruleset, deal
+from engine import Card, Game, Position, Ruleset, Status, deal
+from engine.heuristic import WIN, Weights
 
 FAST_OPTIONS: dict[str, dict[str, object]] = {
     "random": {"seed": 3},
     "greedy": {},
     # A clock that never moves: the search always finishes its plies, so a choice depends
     # only on the view, never on how busy the machine is.
-    "expectimax": {"max_depth": 2, "clock": lambda: 0.0},
+    "expectimax": {"clock": lambda: 0.0},
 }
 
 
@@ -100,3 +101,29 @@ def test_strategies_are_found_by_name() -> None:
     assert get_strategy("greedy").name == "greedy"
     with pytest.raises(ValueError, match="unknown strategy 'nope'"):
         get_strategy("nope")
+
+
+def test_expectimax_rejects_weights_it_cannot_use() -> None:
+    with pytest.raises(ValueError, match="exposure"):
+        get_strategy("expectimax", weights=Weights(exposure=0.4))
+    with pytest.raises(ValueError, match="as much as a win"):
+        get_strategy("expectimax", weights=Weights(exposure=0.0, unfinished=WIN))
+
+
+def test_expectimax_takes_a_win_in_hand() -> None:
+    # Whenever some placement of the card in hand wins at once, the bot must take one.
+    for seed in ("bots-1", "bots-3"):
+        game = Game.new(seed)
+        bot = get_strategy("expectimax", **FAST_OPTIONS["expectimax"])
+        while not game.is_over():
+            move = bot.choose(RacerView.from_game(game))
+            winning = [target for target in game.legal_moves() if _wins(game, target)]
+            if winning:
+                assert move in winning
+            game.play(move)
+
+
+def _wins(game: Game, target: Position) -> bool:
+    trial = game.copy()
+    trial.play(target)
+    return trial.status is Status.WON
