@@ -503,6 +503,16 @@ def _migrate(connection: sqlite3.Connection) -> None:
         connection.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
 
 
+#: WAL pages written before a commit also checkpoints them into the database (SQLite's
+#: default is 1,000). Every move is its own small transaction under light load, so at
+#: 1,000 pages the writer checkpointed (two fsyncs with ``synchronous=NORMAL``) about once
+#: a second, and the moves behind each checkpoint waited for it: measured at 1,000 racers,
+#: commits over 5 ms went from about 1 in 100 to 1 in 1,000, and the commit p99 from
+#: 3-6 ms to 0.2-0.5 ms. A checkpoint copies only the latest version of each page, so
+#: fewer, larger ones do less work in all; the WAL file grows to about 40 MB between them.
+WAL_CHECKPOINT_PAGES = 10_000
+
+
 def _connect(path: Path, sync: Sync = Sync.NORMAL) -> sqlite3.Connection:
     # Autocommit mode: transactions are begun and committed explicitly in _commit.
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
@@ -510,6 +520,7 @@ def _connect(path: Path, sync: Sync = Sync.NORMAL) -> sqlite3.Connection:
     # What a commit survives before the move it holds is acknowledged: see Sync.
     connection.execute(f"PRAGMA synchronous={sync.value.upper()}")
     connection.execute("PRAGMA busy_timeout=5000")
+    connection.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
     return connection
 
 
