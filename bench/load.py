@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import functools
 import json
 import os
@@ -90,6 +91,8 @@ RAM_DIR = Path("/dev/shm")
 #: How many racers measure the progress delay (decode every progress frame they get);
 #: the others recognise such frames from their bytes and drop them (see :func:`frame_type`).
 PROGRESS_SAMPLE = 100
+#: Linux's prctl option that sends a signal to a process when its parent dies.
+PR_SET_PDEATHSIG = 1
 #: Seconds a racer waits before sending a place again that the server refused for rate.
 RATE_BACKOFF = 0.1
 #: The msgpack encoding of the ``type`` key (a 4-byte fixstr); its value follows it.
@@ -670,10 +673,21 @@ def prioritise(pid: int, nice: int) -> None:
         Path(f"/proc/{pid}/autogroup").write_text(f"{nice}\n")
 
 
+def die_with_parent() -> None:
+    """In a child before it runs its command: be sent SIGTERM when the parent dies.
+
+    A child in a session of its own gets no terminal signal and is not in a killed process
+    group, so without this a target could outlive a killed run, pinned and at high priority.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def start(cpu: int, command: list[str], settings: Settings, **popen: Any) -> subprocess.Popen[Any]:
     """``command`` started pinned to ``cpu``, at ``settings.priority`` when there is one."""
-    process = subprocess.Popen(pinned(cpu, command), cwd=ROOT,
-                               start_new_session=settings.priority is not None, **popen)
+    own_session = settings.priority is not None
+    process = subprocess.Popen(pinned(cpu, command), cwd=ROOT, start_new_session=own_session,
+                               preexec_fn=die_with_parent if own_session else None, **popen)
     if settings.priority is not None:
         prioritise(process.pid, settings.priority)
     return process
