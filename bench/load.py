@@ -445,8 +445,9 @@ class Generator:
         await self.go.wait()
         move = 0
         waiting_since: float | None = None
+        # The last frame this racer sent: it names the seat and move, so the echo of it is
+        # the only frame equal to it, and is recognised without decoding.
         mine = b""
-        """The last frame this racer sent: it names the seat and move, so no other is equal."""
 
         async def place_next() -> None:
             nonlocal move, waiting_since, mine
@@ -1117,8 +1118,9 @@ machine), it shares a CPU equally between sessions, and a process's nice value a
 not keep another session's work off its core.
 
 `make bench` runs the five goals at 20 s a run, after the engine, solver and bot samples
-(under ten minutes in all); `make bench-load` runs the 1,000-racer table and the goals at
-full length (30 s a run). Both pass `--priority -10 --loop uvloop`.
+(under ten minutes in all: about six here, half of it the goals); `make bench-load` runs
+the 1,000-racer table and the goals at full length (30 s a run, about six minutes). Both
+pass `--priority -10 --loop uvloop`.
 """
 
 
