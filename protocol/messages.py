@@ -353,7 +353,9 @@ class Hello:
     protocol_version: int = PROTOCOL_VERSION
     """The version the client speaks; the server answers another with ``version_mismatch``."""
     name: str
-    """The name to race under (the server may refuse it with ``name_taken``)."""
+    """The name to race under. A human player (not a bot, not a spectator) whose name a
+    connected human player already uses, ignoring case, is refused with ``name_taken``;
+    the connection stays open for another ``hello``."""
     bot: bool
     """True when a program chooses the moves. Everyone sees it."""
     role: Role = Role.PLAYER

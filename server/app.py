@@ -359,7 +359,11 @@ class RaceServer:
                             return None
                         continue
                     if isinstance(message, protocol.Hello):
-                        return await self._hello(connection, message)
+                        taken = self._name_taken(message)
+                        if taken is None:
+                            return await self._hello(connection, message)
+                        await self._refuse(connection, taken)  # it may say hello again
+                        continue
                     await self._refuse(
                         connection,
                         ProtocolError(
@@ -372,6 +376,25 @@ class RaceServer:
         except TimeoutError:
             await connection.close(CloseCode.HANDSHAKE_TIMEOUT, "no hello in time")
             return None
+
+    def _name_taken(self, hello: protocol.Hello) -> ProtocolError | None:
+        """The refusal of a new human player's name that a connected one already uses.
+
+        Two people called "ann" in one race could not tell themselves apart. Bots are
+        labelled as bots wherever their names show and are named by programs (two
+        ``foursquare bot`` runs both start at ``bot-1``), and spectators never show in a
+        race, so only human players need distinct names. A resume keeps its name.
+        """
+        if hello.resume is not None or hello.bot or hello.role is not Role.PLAYER:
+            return None
+        if not self.sessions.name_in_use(hello.name):
+            return None
+        return ProtocolError(
+            ErrorCode.NAME_TAKEN,
+            f"{hello.name!r} is connected already",
+            in_reply_to="hello",
+            reply_to=hello.id,
+        )
 
     async def _hello(self, connection: ServerConnection, hello: protocol.Hello) -> Session | None:
         if self.stopping:

@@ -53,6 +53,8 @@ class SessionRegistry:
     def __init__(self) -> None:
         self._by_id: dict[str, Session] = {}
         self._by_digest: dict[bytes, Session] = {}
+        self._by_name: dict[str, list[Session]] = {}
+        """Human players' sessions by case-folded name (for :meth:`name_in_use`)."""
 
     def create(self, name: str, bot: bool, role: Role) -> tuple[Session, str]:
         """A new session and its token (to be sent to its owner only, once)."""
@@ -68,6 +70,22 @@ class SessionRegistry:
         """Register a session (a new one, or one recovered from the journal)."""
         self._by_id[session.session_id] = session
         self._by_digest[session.token_hash] = session
+        if not session.bot and session.role is Role.PLAYER:
+            self._by_name.setdefault(session.name.casefold(), []).append(session)
+
+    def name_in_use(self, name: str) -> bool:
+        """Whether a connected human player goes by ``name`` (ignoring case).
+
+        >>> registry = SessionRegistry()
+        >>> ann, _ = registry.create("Ann", bot=False, role=Role.PLAYER)
+        >>> registry.name_in_use("ann")
+        False
+        >>> ann.connection = object()  # any connection
+        >>> registry.name_in_use("ANN"), registry.name_in_use("bob")
+        (True, False)
+        """
+        sessions = self._by_name.get(name.casefold(), ())
+        return any(session.connection is not None for session in sessions)
 
     def resume(self, token: str) -> Session | None:
         """The session ``token`` belongs to, or ``None``."""
