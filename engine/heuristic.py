@@ -50,9 +50,12 @@ class Weights:
 TUNED = Weights()
 
 #: The tuned weights for the leaves of a look-ahead (expectimax): piles and repairability
-#: count for more once the search itself sees the next card's risks.
-LOOKAHEAD = Weights(pile=8.0, repairable=8.0, triggers=0.0, exposure=0.0)
-
+#: count for more once the search itself sees the next card's risks, face-down cards twice
+#: as much, and a position in play sits well above a loss, so that three plies do not
+#: gamble a likely win later on a quick one (each loss costs the whole score).
+LOOKAHEAD = Weights(
+    pile=8.0, face_down=2.0, repairable=8.0, triggers=0.0, exposure=0.0, unfinished=200.0
+)
 
 def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
     """The value of ``board`` with ``cards_left`` cards still to come (higher is better)."""

@@ -12,10 +12,11 @@ plies within budget in pure Python:
 - **The last ply places nothing.** A card's effect on one target depends only on
   whether it triggers the target's row and its column, so each target's (at most) four
   outcomes are scored once and shared by every rank.
-- **Rank classes.** For one placement, only a card's order against the face-up ranks
-  on the board matters (the trigger test compares with face-up ranks only), so ranks
-  in the same gap, or equal to the same face-up rank, are one outcome with their
-  probabilities summed. This is exact at the last ply and a close approximation above.
+- **Rank classes at the last ply.** There, only a card's order against the face-up
+  ranks on the board matters (the trigger test compares with face-up ranks only), so
+  ranks in the same gap, or equal to the same face-up rank, are one outcome with their
+  probabilities summed. Above it they would be an approximation, so each rank is
+  searched.
 - **A beam below the root.** At inner decision nodes only the few placements the
   heuristic likes best are searched deeper; the search deepens one ply at a time and
   keeps the deepest answer finished within the per-move time budget.
@@ -86,9 +87,16 @@ class ExpectimaxStrategy:
         if best_value >= WIN or len(ranked) == 1:
             return board.position(best_cell)
         for depth in range(2, self.max_depth + 1):
+            scored: list[tuple[int, float]] = []
             try:
-                ranked = self._ranked_at_depth(board, ranked, rank, counts, cards_left, depth)
+                ranked = self._ranked_at_depth(
+                    board, ranked, rank, counts, cards_left, depth, scored
+                )
             except _OutOfTime:
+                # The placements this depth finished, the last depth's best among them
+                # (it goes first), compare with each other: take the best of them.
+                if scored:
+                    best_cell = max(scored, key=lambda item: item[1])[0]
                 break
             best_cell = ranked[0][0]
             # A deeper look is spent only on the placements the last depth liked best.
@@ -114,9 +122,13 @@ class ExpectimaxStrategy:
         counts: list[int],
         cards_left: int,
         depth: int,
+        scored: list[tuple[int, float]],
     ) -> list[tuple[int, float]]:
-        """The root targets with their ``depth``-ply expected values, best first."""
-        scored = []
+        """The root targets with their ``depth``-ply expected values, best first.
+
+        Each value is appended to ``scored`` as it is found, in the order of ``ranked``,
+        so that a search out of time leaves the values it finished there.
+        """
         for cell, static_value in ranked:
             if static_value <= -WIN:
                 continue
@@ -125,8 +137,7 @@ class ExpectimaxStrategy:
             board.undo(token)
         if not scored:
             return ranked
-        scored.sort(key=lambda item: -item[1])
-        return scored
+        return sorted(scored, key=lambda item: -item[1])
 
     def _chance(self, board: MaskBoard, counts: list[int], cards_left: int, depth: int) -> float:
         """Expected value over the next card's rank, each rank placed at its best target."""
@@ -140,13 +151,15 @@ class ExpectimaxStrategy:
             return board.value(cards_left)
         if depth <= 1:
             return _last_chance(board, counts, cards_left)
-        total = sum(counts)
+        # Every rank still possible: above the last ply a rank class would be only an
+        # approximation, and searching each rank wins more deals for a few ms per move.
         expected = 0.0
-        for representative, weight in _rank_classes(board, counts):
-            counts[representative] -= 1
-            expected += weight * self._decide(board, representative, counts, cards_left - 1, depth)
-            counts[representative] += 1
-        return expected / total
+        for rank, weight in enumerate(counts):
+            if weight:
+                counts[rank] -= 1
+                expected += weight * self._decide(board, rank, counts, cards_left - 1, depth)
+                counts[rank] += 1
+        return expected / sum(counts)
 
     def _decide(
         self, board: MaskBoard, rank: int, counts: list[int], cards_left: int, depth: int
@@ -206,8 +219,8 @@ def _last_chance(board: MaskBoard, counts: list[int], cards_left: int) -> float:
 def _rank_classes(board: MaskBoard, counts: list[int]) -> list[tuple[int, int]]:
     """The still-possible ranks grouped by their order against the face-up tops.
 
-    Returns ``(representative rank, cards in the class)`` pairs; the representative is
-    the class's most common rank, so that deeper plies see a likely card.
+    Returns ``(representative rank, cards in the class)`` pairs. At the last ply every
+    rank of a class gives the same values, so any representative would do.
     """
     face_up_ranks = set()
     face_up = board.occupied & ~board.down
