@@ -395,7 +395,6 @@ class Journal:
         ``get`` (no condition variable), one statement for a batch of moves, and one
         wake-up of the loop per transaction, where the loop resolves the future itself.
         """
-        _yield_to_the_loop()
         connection = _connect(self.path, self.sync)
         try:
             stopping = False
@@ -554,26 +553,6 @@ class DisabledJournal(Journal):
     def close(self) -> None:
         """Refuse further writes."""
         self._closed = True
-
-
-#: How much lower than the event loop's the writer thread's scheduling priority is.
-WRITER_NICENESS = 10
-
-
-def _yield_to_the_loop() -> None:
-    """Lower the calling thread's scheduling priority (Linux schedules threads one by one).
-
-    Handing the writer a batch wakes it, and at the loop's own priority the kernel often
-    gave it the processor at once, in the middle of the loop's work, for the writer only
-    to wait for the interpreter lock the loop holds: measured at 1,000 racers, about 590
-    hand-overs in 20 s kept the loop off the processor for more than 2 ms. At a lower
-    priority the writer mostly runs when the loop waits for I/O (24-47 such hand-overs),
-    and it still gets its share of a saturated core.
-    """
-    with contextlib.suppress(OSError, AttributeError):  # not Linux, or not allowed
-        thread = threading.get_native_id()
-        niceness = os.getpriority(os.PRIO_PROCESS, thread) + WRITER_NICENESS
-        os.setpriority(os.PRIO_PROCESS, thread, niceness)
 
 
 @dataclass(frozen=True, slots=True)
