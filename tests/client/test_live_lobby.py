@@ -26,6 +26,7 @@ from protocol import (
 )
 from tests.client.test_live import QUICK_RETRY, showing, start_bot, wait_until
 from tests.conftest import LiveServer
+from tests.server.wire_client import WireClient
 
 
 def failure_text(app: NetworkApp) -> str:
@@ -70,6 +71,21 @@ async def test_a_client_of_another_protocol_version_is_told_so(live_server: Live
         )
         await pilot.press("q")
     assert app.return_value == 1
+
+
+async def test_a_name_another_connected_player_uses_is_refused_with_a_sentence(
+    live_server: LiveServer,
+) -> None:
+    ann = await WireClient.connect(live_server.url, "ann")
+    try:
+        app = NetworkApp(Connection(live_server.url, "Ann"), Plan.quick())
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: showing(app, FailureScreen), "the failure screen")
+            assert failure_text(app).startswith("That name is taken by another connected player")
+            await pilot.press("q")
+        assert app.return_value == 1
+    finally:
+        await ann.close()
 
 
 async def test_joining_a_full_race_is_refused_with_a_sentence(live_server: LiveServer) -> None:
