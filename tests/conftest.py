@@ -93,6 +93,8 @@ class ServerProcess:
     url: str
     http_url: str
     db_path: Path
+    banner: str
+    """The line the server printed once it listened."""
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no flush."""
@@ -125,7 +127,9 @@ def run_server_process(db_path: Path, *extra: str) -> Iterator[ServerProcess]:
             problem = db_path.with_suffix(".log").read_text()[-2000:]
             raise RuntimeError(f"the server did not start: {line!r}\n{problem}")
         host, port = match[1], match[2]
-        yield ServerProcess(process, f"ws://{host}:{port}", f"http://{host}:{port}", db_path)
+        yield ServerProcess(
+            process, f"ws://{host}:{port}", f"http://{host}:{port}", db_path, line
+        )
     finally:
         if process.poll() is None:
             process.kill()

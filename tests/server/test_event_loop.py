@@ -4,16 +4,13 @@ and a clear refusal when it is asked for but missing."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from cli.main import main
+from tests.conftest import run_server_process
 from tests.server.wire_client import WireClient
 
 HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
@@ -54,29 +51,14 @@ def test_an_unknown_loop_in_the_environment_is_refused(
         ),
     ],
 )
-async def test_the_server_runs_and_answers_on_the_chosen_loop(loop: str, tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "cli.main", "serve", "--port", "0",
-               "--db", str(tmp_path / "foursquare.db"), "--loop", loop]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("FOURSQUARE_LOOP", None)
-    log = (tmp_path / "serve.log").open("w")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+async def test_the_server_runs_and_answers_on_the_chosen_loop(
+    loop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FOURSQUARE_LOOP", raising=False)
+    with run_server_process(tmp_path / "foursquare.db", "--loop", loop) as server:
         # The line names the loop the server found itself running on, not the flag.
-        assert f"(event loop: {loop})" in line, line
-        match = re.search(r"ws://[\d.]+:\d+", line)
-        assert match is not None, line
-        client = await WireClient.connect(match[0], "ann")
+        assert f"(event loop: {loop})" in server.banner, server.banner
+        client = await WireClient.connect(server.url, "ann")
         assert client.welcome.name == "ann"
         await client.connection.close()
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
-        log.close()
+        assert server.terminate() == 0
