@@ -36,6 +36,10 @@ from client.bots.view import RacerView
 from engine import Position
 from engine.heuristic import LOOKAHEAD, WIN, Weights
 
+#: The piles of a full grid of the published size, to check that no position in play can
+#: score as much as a win.
+_MOST_PILES = 16
+
 
 class _OutOfTime(Exception):
     """Raised inside the search when the move's time budget is spent."""
@@ -65,7 +69,7 @@ class ExpectimaxStrategy:
         """
         if weights.exposure:
             raise ValueError("the look-ahead's weights cannot use the line exposure")
-        if weights.unfinished + weights.pile * 16 + weights.repairable >= WIN:
+        if weights.unfinished + weights.pile * _MOST_PILES + weights.repairable >= WIN:
             raise ValueError("a position in play would score as much as a win")
         self.budget = budget
         self.max_depth = max_depth
