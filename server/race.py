@@ -45,6 +45,10 @@ from protocol.result import RaceResult, RacerOutcome, RacerResult
 #: bigger lobby's less often, in proportion (see :meth:`Race._snapshot_interval`).
 LOBBY_SNAPSHOT_RACERS = 50
 
+#: At most this many boards go to spectators per progress flush (the rest follow in the
+#: next flushes; see :meth:`Race._boards_to_show`).
+BOARDS_PER_FLUSH = 100
+
 #: Where races get their seeds; tests inject a fixed one.
 SeedSource = Callable[[], str]
 
@@ -466,6 +470,10 @@ class Race:
         self._racers: dict[str, _Racer] = {}
         self._dirty: dict[str, None] = {}
         self._last_flush = float("-inf")
+        self._board_cursor = 0
+        """Where the next flush starts looking for boards to show (see :meth:`_boards_to_show`)."""
+        self._boards_behind = False
+        """Whether the last flush left boards for the next (it showed its maximum)."""
         self._last_snapshot = float("-inf")
         self._snapshot_due = False
         self._spectators = 0
@@ -550,7 +558,7 @@ class Race:
             times.append(self.ends_at or 0.0)
             if self._hold_checked_at is not None:
                 times.append(self._hold_checked_at + HELD_FINISH_POLL)
-            if self._dirty:
+            if self._dirty or self._boards_behind:
                 times.append(self._last_flush + self.options.progress_interval)
         return min(times) if times else None
 
@@ -700,7 +708,9 @@ class Race:
             self._still_racing = 0
         if not self._still_racing:
             return self._finish_if_done(now)
-        if self._dirty and now >= self._last_flush + self.options.progress_interval:
+        if (self._dirty or self._boards_behind) and (
+            now >= self._last_flush + self.options.progress_interval
+        ):
             return self._flush(now)
         return []
 
@@ -884,14 +894,33 @@ class Race:
         sends = [Send(Audience.EVERYONE, Progress(lines))] if lines else []
         if self._spectators:
             fog = self.fog_line  # once per flush: computing it reads every racer
-            boards = tuple(
-                board
-                for racer in self._racers.values()
-                if (board := self._advance_shown(racer, fog)) is not None
-            )
+            boards = self._boards_to_show(fog)
             if boards:
                 sends.append(Send(Audience.SPECTATORS, Boards(boards, fog)))
         return sends
+
+    def _boards_to_show(self, fog: int | None) -> tuple[BoardView, ...]:
+        """The boards spectators may now see more of: at most :data:`BOARDS_PER_FLUSH`,
+        taking racers in turn from where the last flush stopped.
+
+        When the fog line moves, every board ahead of it shows one more card. In a race
+        of a thousand that was a thousand boards in one message, built and sent between
+        two moves; in turns, the boards catch up over a few flushes and no flush holds
+        the loop for long. A board is never shown past the fog line either way.
+        """
+        racers = list(self._racers.values())
+        count = len(racers)
+        boards: list[BoardView] = []
+        index = start = self._board_cursor % count if count else 0
+        for index in range(start, start + count):
+            board = self._advance_shown(racers[index % count], fog)
+            if board is not None:
+                boards.append(board)
+                if len(boards) == BOARDS_PER_FLUSH:
+                    break
+        self._board_cursor = index + 1
+        self._boards_behind = len(boards) == BOARDS_PER_FLUSH
+        return tuple(boards)
 
     @staticmethod
     def _visible_moves(racer: _Racer, fog: int | None) -> int:

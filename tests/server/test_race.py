@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import server.race as race_module
 from engine import Card, Game, deal
 from protocol.result import RacerOutcome, verify_result
 from server.race import (
@@ -286,6 +287,27 @@ def test_spectators_see_boards_only_up_to_the_fog_line_and_everything_after_the_
     assert phase(race) is Phase.FINISHED and race.fog_line is None
     latest = {board.racer_id: board for b in spectator_boards(sends) for board in b.boards}
     assert latest["p0"].cards_played == len(moves)
+
+
+def test_a_flush_shows_a_bounded_number_of_boards_and_the_rest_follow_in_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(race_module, "BOARDS_PER_FLUSH", 2)
+    race = started_race(options=dataclasses.replace(OPEN, max_racers=6), racers=5)
+    race.add_spectator()
+    _, moves = conformance_game(WON_SEED)
+    for racer in ("p0", "p1", "p2", "p3"):
+        for number, move in enumerate(moves[:2], start=1):
+            race.place(racer, number, move, now=11.0)
+    # p4's first move moves the fog line to 2: five boards now show more than before.
+    flushes = [spectator_boards(race.place("p4", 1, moves[0], now=12.0))]
+    assert race.fog_line == 2
+    flushes += [spectator_boards(race.tick(now=now)) for now in (13.0, 14.0, 15.0)]
+    assert [sum(len(b.boards) for b in flush) for flush in flushes] == [2, 2, 1, 0]
+    latest = {board.racer_id: board.cards_played
+              for flush in flushes for b in flush for board in b.boards}
+    assert latest == {"p0": 2, "p1": 2, "p2": 2, "p3": 2, "p4": 1}
+    assert race.next_deadline() == race.ends_at  # nothing more to flush
 
 
 def test_without_fog_spectators_see_every_move_at_once() -> None:
