@@ -886,22 +886,24 @@ class Race:
             return self._flush(now) if first_hold else []
         return self._finish(now)
 
-    def _flush(self, now: float) -> list[Send]:
-        """Send the progress that changed, and the boards spectators may now see."""
+    def _flush(self, now: float, *, every_board: bool = False) -> list[Send]:
+        """Send the progress that changed, and the boards spectators may now see (all of
+        them with ``every_board``, for the finish: no flush follows it)."""
         self._last_flush = now
         lines = tuple(self._racers[racer_id].progress() for racer_id in self._dirty)
         self._dirty.clear()
         sends = [Send(Audience.EVERYONE, Progress(lines))] if lines else []
         if self._spectators:
             fog = self.fog_line  # once per flush: computing it reads every racer
-            boards = self._boards_to_show(fog)
+            boards = self._boards_to_show(fog, None if every_board else BOARDS_PER_FLUSH)
             if boards:
                 sends.append(Send(Audience.SPECTATORS, Boards(boards, fog)))
         return sends
 
-    def _boards_to_show(self, fog: int | None) -> tuple[BoardView, ...]:
-        """The boards spectators may now see more of: at most :data:`BOARDS_PER_FLUSH`,
-        taking racers in turn from where the last flush stopped.
+    def _boards_to_show(self, fog: int | None, limit: int | None) -> tuple[BoardView, ...]:
+        """The boards spectators may now see more of: at most ``limit``
+        (:data:`BOARDS_PER_FLUSH` but at the finish), taking racers in turn from where the
+        last flush stopped.
 
         When the fog line moves, every board ahead of it shows one more card. In a race
         of a thousand that was a thousand boards in one message, built and sent between
@@ -916,10 +918,10 @@ class Race:
             board = self._advance_shown(racers[index % count], fog)
             if board is not None:
                 boards.append(board)
-                if len(boards) == BOARDS_PER_FLUSH:
+                if len(boards) == limit:
                     break
         self._board_cursor = index + 1
-        self._boards_behind = len(boards) == BOARDS_PER_FLUSH
+        self._boards_behind = len(boards) == limit
         return tuple(boards)
 
     @staticmethod
@@ -954,7 +956,7 @@ class Race:
             started_at=round((self.started_at or now) * 1000),
             ended_at=round(now * 1000),
         )
-        sends = self._flush(now)
+        sends = self._flush(now, every_board=True)
         sends.append(Send(Audience.EVERYONE, RaceFinished(self.result)))
         sends.append(self._changed(now))
         return sends

@@ -308,6 +308,20 @@ def test_a_flush_shows_a_bounded_number_of_boards_and_the_rest_follow_in_turn(
               for flush in flushes for b in flush for board in b.boards}
     assert latest == {"p0": 2, "p1": 2, "p2": 2, "p3": 2, "p4": 1}
     assert race.next_deadline() == race.ends_at  # nothing more to flush
+    # Moves behind the fog line (p4 still holds it at 2) show at the finish, every board
+    # in full at once, past the limit: no flush follows the finish.
+    sends: list[Send] = []
+    for racer in ("p0", "p1", "p2", "p3"):
+        for number, move in enumerate(moves[2:4], start=3):
+            sends += race.place(racer, number, move, now=16.0)
+    assert race.fog_line == 2
+    for racer in ("p0", "p1", "p2", "p3", "p4"):
+        sends += race.resign(racer, now=17.0)
+    assert phase(race) is Phase.FINISHED
+    final = spectator_boards(sends)[-1]
+    assert {board.racer_id: board.cards_played for board in final.boards} == {
+        "p0": 4, "p1": 4, "p2": 4, "p3": 4
+    }
 
 
 def test_without_fog_spectators_see_every_move_at_once() -> None:
