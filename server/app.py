@@ -914,7 +914,7 @@ def _remote(connection: ServerConnection) -> str | None:
 #: made each one a 5-15 ms pause, felt by every move waiting behind it. What a young
 #: collection keeps is mostly the live state of moves in flight, which reference counting
 #: frees soon after; so the middle generation is collected only every thousand young
-#: collections (about a minute at a thousand moves a second), and the full collection,
+#: collections (tens of seconds apart: see :class:`YoungCollections`), and the full collection,
 #: which scans every connection and race, rarely. Rare long pauses touch far fewer moves
 #: than frequent medium ones.
 GC_THRESHOLDS = (700, 1000, 100)

@@ -397,17 +397,15 @@ class Journal:
         """
         connection = _connect(self.path, self.sync)
         try:
-            stopping = False
-            while not stopping:
-                batches = [self._queue.get()]
+            while True:
+                handed = [self._queue.get()]
                 while not self._queue.empty():
-                    batches.append(self._queue.get())
-                if batches[-1] is None:
-                    stopping = True
-                    batches.pop()
-                work = [batch for batch in batches if batch is not None]
-                if work:
-                    self._commit(connection, work)
+                    handed.append(self._queue.get())
+                batches = [batch for batch in handed if batch is not None]
+                if batches:
+                    self._commit(connection, batches)
+                if len(batches) < len(handed):  # None: close() has handed over the last
+                    return
         finally:
             connection.close()
 
@@ -514,7 +512,8 @@ WAL_CHECKPOINT_PAGES = 10_000
 
 
 def _connect(path: Path, sync: Sync = Sync.NORMAL) -> sqlite3.Connection:
-    # Autocommit mode: transactions are begun and committed explicitly in _commit.
+    # Autocommit mode: _write_transaction begins and commits transactions itself (or lets
+    # one multi-row INSERT be its own).
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
     connection.execute("PRAGMA journal_mode=WAL")
     # What a commit survives before the move it holds is acknowledged: see Sync.
