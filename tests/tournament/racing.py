@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import zlib
 
 from client.bots import GreedyStrategy, RacerView, RandomStrategy, Strategy
 from engine import Card, Position
 from protocol.result import RaceResult, RacerOutcome, RacerResult
 from server.race import CardToPlace, Join, Race, Start, Tick
-from server.tournament import RaceOrdered, TournamentSettings
+from server.tournament import (
+    Command,
+    Event,
+    RaceOrdered,
+    Tournament,
+    TournamentSettings,
+    hash_token,
+)
 
 
 def play_order(
@@ -75,3 +83,28 @@ def result_of(order: RaceOrdered, *lines: RacerResult) -> RaceResult:
     """The result of ``order``'s race with the given lines."""
     assert {line.racer_id for line in lines} == set(order.entrants)
     return RaceResult.build(order.race_id, order.seed, TournamentSettings("x").ruleset, lines)
+
+
+class RecordedTournament:
+    """A tournament (id ``T1``, seeds ``seed-1``, ``seed-2``, ...) that keeps every event
+    it gives, with its time, so that a test can replay them into a new one."""
+
+    def __init__(self, code: str, settings: TournamentSettings, host_token: str) -> None:
+        seeds = (f"seed-{n}" for n in itertools.count(1))
+        self._code, self._settings, self._token_hash = code, settings, hash_token(host_token)
+        self.tournament = Tournament(
+            "T1", code, self._token_hash, settings, 0.0, lambda: next(seeds)
+        )
+        self.log: list[tuple[Event, float]] = []
+
+    def run(self, command: Command, now: float) -> list[Event]:
+        """Apply ``command`` at ``now`` and keep its events."""
+        events = self.tournament.apply(command, now)
+        self.log.extend((event, now) for event in events)
+        return events
+
+    def rebuilt(self) -> Tournament:
+        """A new tournament restored from the events kept so far."""
+        return Tournament.restore(
+            "T1", self._code, self._token_hash, self._settings, 0.0, self.log
+        )

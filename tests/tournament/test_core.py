@@ -9,7 +9,6 @@ import pytest
 from protocol.tournament import EntrantState, TournamentFormat, TournamentStatus
 from server.tournament import (
     ArenaStarted,
-    Command,
     End,
     EntrantRemoved,
     Event,
@@ -32,7 +31,7 @@ from server.tournament import (
     hash_token,
     split_evenly,
 )
-from tests.tournament.racing import lost, no_show, play_order, result_of, won
+from tests.tournament.racing import RecordedTournament, lost, no_show, play_order, result_of, won
 
 HOST = "host-token-0123456789"
 
@@ -333,14 +332,8 @@ def test_an_arena_pairs_only_entrants_who_are_present() -> None:
 
 def test_replaying_the_events_rebuilds_the_same_tournament() -> None:
     settings = TournamentSettings("club night", race_size=2)
-    seeds = (f"seed-{n}" for n in itertools.count(1))
-    tournament = Tournament("T1", "CLUB42", hash_token(HOST), settings, 0.0, lambda: next(seeds))
-    log: list[tuple[Event, float]] = []
-
-    def run(command: Command, now: float) -> list[Event]:
-        events = tournament.apply(command, now)
-        log.extend((event, now) for event in events)
-        return events
+    recorded = RecordedTournament("CLUB42", settings, HOST)
+    tournament, run = recorded.tournament, recorded.run
 
     run(Open(HOST), 0.0)
     for name in "abc":
@@ -350,7 +343,7 @@ def test_replaying_the_events_rebuilds_the_same_tournament() -> None:
     for order in orders(run(StartNext(HOST), 10.0)):
         run(RecordResult(play_order(order, settings, 10.0)), 20.0)
     run(Remove(HOST, "c"), 21.0)
-    rebuilt = Tournament.restore("T1", "CLUB42", hash_token(HOST), settings, 0.0, log)
+    rebuilt = recorded.rebuilt()
     assert rebuilt.standings() == tournament.standings()
     assert (rebuilt.round, rebuilt.status) == (tournament.round, tournament.status)
     assert rebuilt.races == tournament.races

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, given, settings
@@ -10,8 +9,6 @@ from hypothesis import strategies as st
 
 from protocol.tournament import EntrantState
 from server.tournament import (
-    Command,
-    Event,
     Join,
     Leave,
     Open,
@@ -19,13 +16,11 @@ from server.tournament import (
     RecordResult,
     Remove,
     StartNext,
-    Tournament,
     TournamentSettings,
-    hash_token,
 )
 from server.tournament_export import document_from, verify_document
 from server.tournament_host import tournament_export
-from tests.tournament.racing import play_order
+from tests.tournament.racing import RecordedTournament, play_order
 
 HOST = "host-token-0123456789"
 NAMES = [f"e{n}" for n in range(7)]
@@ -65,14 +60,8 @@ def plans(draw: st.DrawFn) -> Plan:
 @given(plans())
 def test_the_record_of_any_tournament_verifies_and_replays(plan: Plan) -> None:
     options = plan.settings
-    seeds = (f"seed-{n}" for n in itertools.count(1))
-    tournament = Tournament("T1", "CUP123", hash_token(HOST), options, 0.0, lambda: next(seeds))
-    log: list[tuple[Event, float]] = []
-
-    def run(command: Command, now: float) -> list[Event]:
-        events = tournament.apply(command, now)
-        log.extend((event, now) for event in events)
-        return events
+    recorded = RecordedTournament("CUP123", options, HOST)
+    tournament, run = recorded.tournament, recorded.run
 
     run(Open(HOST), 0.0)
     for name in plan.entrants:
@@ -99,5 +88,5 @@ def test_the_record_of_any_tournament_verifies_and_replays(plan: Plan) -> None:
 
     document = document_from(tournament_export(tournament, now))
     assert verify_document(document) == []
-    rebuilt = Tournament.restore("T1", "CUP123", hash_token(HOST), options, 0.0, log)
+    rebuilt = recorded.rebuilt()
     assert rebuilt.standings() == tournament.standings()
