@@ -303,6 +303,9 @@ class RaceHost:
         if self._delivering:
             return  # a delivery called back into this race: the outer loop sends it
         self._delivering = True
+        # Everything sent from here on goes out together: a connection's frames of all
+        # the items delivered now (a move's placed, card and progress) in one write.
+        frames = fanout.Frames(self._send_buffer_limit)
         try:
             while self._outbox:
                 item = self._outbox[0]
@@ -317,12 +320,13 @@ class RaceHost:
                     self._journal_failed(error)
                     return
                 try:
-                    self._deliver(item)
+                    self._deliver(item, frames)
                 except Exception as error:  # one bad message must not stop the race's outbox
                     log_event("internal_error", logging.ERROR, race=self.race_id,
                               error=repr(error))
         finally:
             self._delivering = False
+            frames.flush()
             if not self._outbox and self._drained is not None and not self._drained.done():
                 self._drained.set_result(None)
 
@@ -344,10 +348,9 @@ class RaceHost:
             error if isinstance(error, Exception) else RuntimeError(repr(error))
         )
 
-    def _deliver(self, item: _Outgoing) -> None:
-        limit = self._send_buffer_limit
+    def _deliver(self, item: _Outgoing, frames: fanout.Frames) -> None:
         for connection, answer in item.direct:
-            fanout.send((connection,), encode(answer), limit)
+            frames.add((connection,), encode(answer))
         for send in item.sends:
             event = send.event
             if isinstance(event, core.Started):
@@ -368,8 +371,9 @@ class RaceHost:
             connections = self._recipients(send.to)
             if isinstance(event, core.RaceChanged) and item.direct and item.commander:
                 connections.discard(item.commander)
-            fanout.send(connections, encode(message), limit)
+            frames.add(connections, encode(message))
             if isinstance(event, core.RaceFinished):
+                frames.flush()  # what follows the finish elsewhere must come after it
                 self._finished(event.result)
 
     def _recipients(self, to: core.Recipient) -> set[ServerConnection]:
