@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from protocol import (
     CloseCode,
@@ -227,8 +228,13 @@ async def test_a_client_that_stops_reading_is_cut_off_and_the_rest_go_on(tmp_pat
         race = (await ann.expect(RaceSnapshot)).race
         # A client that reads nothing: a small receive buffer, and websockets stops
         # reading the socket once a frame waits unread.
-        sock = socket.create_connection(("127.0.0.1", live.server.port))
+        # The buffer is set before connecting, so the window the sloth advertises matches
+        # it. Set afterwards, on a busy machine the sloth's own requests sometimes stopped
+        # reaching the server (megabytes held in the sloth's kernel, none waiting at the
+        # server): with no more requests there were no more answers, and no backlog.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", live.server.port))
         sloth = await connect(live.url, sock=sock, compression=None, max_queue=1)
         await sloth.send(encode(Hello(name="sloth", bot=False, id=1)))
         while len(live.server.connections) < 2:
@@ -251,3 +257,31 @@ async def test_a_client_that_stops_reading_is_cut_off_and_the_rest_go_on(tmp_pat
         await ann.send(Ping(id=3))
         await ann.expect(Pong, reply_to=3)
         await ann.close()
+
+
+async def test_keepalive_pings_keep_a_live_client_and_drop_one_that_stopped_answering(
+    tmp_path: Path,
+) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "db"), ping_interval=0.2, ping_timeout=0.2)
+    async with start_live_server(config) as live:
+        assert live.server is not None
+        awake = await WireClient.connect(live.url, "awake")
+        asleep = await WireClient.connect(live.url, "asleep")
+        # Its socket is no longer read: pings go unanswered, as from a vanished peer.
+        asleep.connection.transport.pause_reading()
+        port = asleep.connection.local_address[1]
+        (server_side,) = [c for c in live.server.connections if c.remote_address[1] == port]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TIMEOUT
+        while server_side.state is State.OPEN and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        # Its first ping came within two intervals and went unanswered: the server closes
+        # the connection (and drops it once the close handshake times out).
+        assert server_side.state is not State.OPEN
+        assert server_side.protocol.close_sent is not None
+        assert server_side.protocol.close_sent.code == CloseCode.INTERNAL_ERROR
+        asleep.connection.transport.abort()  # rather than wait out the close handshake
+        # Many intervals later, the client that answers its pings is still there.
+        await asyncio.sleep(1.0)
+        await still_answers(awake)
+        await awake.close()
