@@ -211,3 +211,23 @@ def test_either_sync_mode_commits_and_recovers(tmp_path: Path, sync: Sync) -> No
     connection.close()
     assert mode == "wal"
     assert [p.name for p in Journal.load(tmp_path / "j.db").players] == ["ann"]
+
+
+def test_the_checkpointer_keeps_the_wal_bounded_under_constant_writes(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    journal = Journal(path, checkpoint_interval=0.01, wal_restart_pages=20)
+    journal.write_now(RaceOpened("r9", "s", OPTIONS, None, 0.0))
+    wal = Path(f"{path}-wal")
+    largest = 0
+    # One small transaction after another, as moves arrive: the writer itself never
+    # checkpoints, so without the checkpointer the WAL would hold every one of them.
+    for number in range(1, 1501):
+        journal.write_now(CommandRecord("r9", Place("p", number, (0, 0)), float(number)))
+        largest = max(largest, wal.stat().st_size)
+    with sqlite3.connect(path) as connection:
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+    # Those commits write about three pages each (4,600 frames without checkpoints); here
+    # the WAL was restarted again and again, the writer hammering it all the while.
+    assert largest < 1500 * (page_size + 24)
+    journal.close()
+    assert len(Journal.load(path).races[0].commands) == 1500
