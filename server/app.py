@@ -12,7 +12,6 @@ import contextlib
 import gc
 import http
 import logging
-import random
 import signal
 import sys
 import weakref
@@ -22,7 +21,6 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
-from websockets.protocol import State
 
 import protocol
 from engine import Ruleset
@@ -149,7 +147,7 @@ class RaceServer:
             compression=None,
             max_size=self.limits.max_client_frame,
             open_timeout=self.config.handshake_timeout,
-            ping_interval=None,  # each connection's keepalive starts staggered: see _handle
+            ping_interval=self.config.ping_interval,
             ping_timeout=self.config.ping_timeout,
         )
         self.port = self._server.sockets[0].getsockname()[1]
@@ -324,7 +322,6 @@ class RaceServer:
         self.connections.add(connection)
         self.metrics.connections_total += 1
         log_event("connection_open", connection=str(connection.id), remote=_remote(connection))
-        keepalive = _start_keepalive_soon(connection, self.config.ping_interval)
         session: Session | None = None
         try:
             session = await self._greet(connection)
@@ -333,7 +330,6 @@ class RaceServer:
         except ConnectionClosed:
             pass
         finally:
-            keepalive.cancel()
             self.connections.discard(connection)
             if session is not None and session.connection is connection:
                 self._detach(session, connection)
@@ -911,24 +907,6 @@ class _IdleWatch:
 def _remote(connection: ServerConnection) -> str | None:
     address = connection.remote_address
     return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else None
-
-
-def _start_keepalive_soon(connection: ServerConnection, interval: float) -> asyncio.TimerHandle:
-    """Start ``connection``'s keepalive pings (every ``interval`` seconds) after a random
-    part of an interval.
-
-    A tournament's racers connect within seconds of each other, and a keepalive started
-    with each connection would ping them all within those seconds again every interval,
-    for as long as they stay: measured at 2,000 racers, those bursts held the event loop
-    for 25-90 ms at a time. Started at random, the pings spread over the whole interval.
-    The first ping comes between one and two intervals after connecting.
-    """
-    def start() -> None:
-        if connection.state is State.OPEN:
-            connection.ping_interval = interval
-            connection.start_keepalive()
-
-    return asyncio.get_running_loop().call_later(random.uniform(0.0, interval), start)
 
 
 #: The cyclic garbage collector's thresholds in a server process (CPython's are 700, 10, 10).
