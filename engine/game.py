@@ -153,6 +153,7 @@ class Game:
         "_status",
         "_stock",
         "_top",
+        "_touching",
         "_up",
         "rules",
         "seed",
@@ -173,6 +174,9 @@ class Game:
         cells = self._geo.width**2
         self._top = [-1] * cells
         self._height = [0] * cells
+        # Whether a cell touches a pile (by the ruleset's adjacency): kept as piles appear,
+        # so finding where an empty cell may take a card is one lookup, not a neighbour scan.
+        self._touching = [False] * cells
         self._up = [True] * cells
         self._moves: list[int] = []
         self._piles = 0
@@ -196,6 +200,7 @@ class Game:
         clone._geo = self._geo
         clone._top = self._top[:]
         clone._height = self._height[:]
+        clone._touching = self._touching[:]
         clone._up = self._up[:]
         clone._moves = self._moves[:]
         clone._piles = self._piles
@@ -294,7 +299,7 @@ class Game:
         geo = self._geo
         if not self._piles:
             return [(0, 0)]
-        height, neighbours, positions = self._height, geo.neighbours, geo.positions
+        height, touching, positions = self._height, self._touching, geo.positions
         capacity, width, span = self.rules.pile_capacity, geo.width, geo.size - 1
         row_min, row_max, col_min, col_max = self._box
         targets = []
@@ -305,7 +310,7 @@ class Game:
                 if pile_height:
                     if pile_height < capacity:
                         targets.append(positions[cell])
-                elif any(height[n] for n in neighbours[cell]):
+                elif touching[cell]:
                     targets.append(positions[cell])
         return targets
 
@@ -324,7 +329,7 @@ class Game:
         cell = (row + geo.offset) * geo.width + col + geo.offset
         if self._height[cell] >= self.rules.pile_capacity:
             return f"the pile at ({row}, {col}) is full ({self.rules.pile_capacity} cards)"
-        if not self._height[cell] and not any(self._height[n] for n in geo.neighbours[cell]):
+        if not self._height[cell] and not self._touching[cell]:
             kind = "next to" if self.rules.adjacency is Adjacency.EDGE else "touching"
             return f"({row}, {col}) is not {kind} any pile"
         row_min, row_max, col_min, col_max = self._box
@@ -474,6 +479,9 @@ class Game:
         """Put a card on a pile without flips or end-of-turn checks (to read positions)."""
         if not self._height[cell]:
             self._piles += 1
+            touching = self._touching
+            for neighbour in self._geo.neighbours[cell]:
+                touching[neighbour] = True
             row, col = divmod(cell, self._geo.width)
             box = self._box
             box[0], box[1] = min(box[0], row), max(box[1], row)
