@@ -53,8 +53,18 @@ def encode_wire(message: Message) -> dict[str, Any]:
     """The plain map that :func:`encode` packs (for logs, docs and JSON views)."""
     cls = type(message)
     wire: dict[str, Any] = {"type": cls.TYPE}
-    wire.update(encode_fields(SCHEMAS[cls], message))
+    wire.update(_as_unpacked(encode_fields(SCHEMAS[cls], message)))
     return wire
+
+
+def _as_unpacked(value: Any) -> Any:
+    """``value`` as msgpack unpacks it: the encoder leaves tuples (positions, arrays of
+    plain values) for msgpack to pack as arrays, and those come back as lists."""
+    if isinstance(value, dict):
+        return {key: _as_unpacked(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_unpacked(item) for item in value]
+    return value
 
 
 Frame = bytes | bytearray | memoryview | str

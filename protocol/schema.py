@@ -164,7 +164,7 @@ class Array(Spec):
 
     def encode(self, value: Any) -> object:
         if self.item.passthrough:
-            return list(value)
+            return value  # msgpack packs a tuple as the same array as a list
         item = self.item.encode
         return [item(v) for v in value]
 
@@ -192,7 +192,7 @@ class PositionSpec(Spec):
     """A grid position ``[row, col]``, decoded to a tuple."""
 
     wire = f"[row, col], ints {COORD_LOW}..{COORD_HIGH}"
-    passthrough = False
+    # A position is already a (row, col) tuple, which msgpack packs as the array [row, col].
 
     def decode(self, value: object, where: str, strict: bool) -> Any:
         if (
@@ -205,9 +205,6 @@ class PositionSpec(Spec):
         ):
             raise bad(where, f"[row, col] with integers from {COORD_LOW} to {COORD_HIGH}", value)
         return (value[0], value[1])
-
-    def encode(self, value: Any) -> object:
-        return [value[0], value[1]]
 
 
 class RulesetSpec(Spec):
