@@ -242,7 +242,8 @@ WAL_RESTART_PAGES = 10_000
 
 
 class Journal:
-    """The SQLite journal (WAL mode) and its writer thread.
+    """The SQLite journal (WAL mode), its writer thread, and a thread that checkpoints
+    the WAL beside it (:class:`_Checkpointer`).
 
     Records submitted while the writer is busy wait together and go into its next
     transaction; they share one future, so a commit costs the event loop one wake-up
