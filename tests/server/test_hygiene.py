@@ -275,8 +275,8 @@ async def test_keepalive_pings_keep_a_live_client_and_drop_one_that_stopped_answ
         deadline = loop.time() + TIMEOUT
         while server_side.state is State.OPEN and loop.time() < deadline:
             await asyncio.sleep(0.05)
-        # Its ping went unanswered: the server closes
-        # the connection (and drops it once the close handshake times out).
+        # Its ping went unanswered: the server closes the connection (and drops it once
+        # the close handshake times out).
         assert server_side.state is not State.OPEN
         assert server_side.protocol.close_sent is not None
         assert server_side.protocol.close_sent.code == CloseCode.INTERNAL_ERROR

@@ -224,10 +224,10 @@ def test_the_checkpointer_keeps_the_wal_bounded_under_constant_writes(tmp_path: 
     for number in range(1, 1501):
         journal.write_now(CommandRecord("r9", Place("p", number, (0, 0)), float(number)))
         largest = max(largest, wal.stat().st_size)
+    journal.close()
     with sqlite3.connect(path) as connection:
         page_size = connection.execute("PRAGMA page_size").fetchone()[0]
     # Those commits write about three pages each (4,600 frames without checkpoints); here
     # the WAL was restarted again and again, the writer hammering it all the while.
     assert largest < 1500 * (page_size + 24)
-    journal.close()
     assert len(Journal.load(path).races[0].commands) == 1500
