@@ -12,6 +12,9 @@ afresh instead of the backlog.
 ``card`` and the progress update, for the racer who moved) and hands each connection its
 frames in one write: one system call instead of one per frame, which under load was a
 quarter of the event loop's time.
+
+A message is framed once (:func:`binary_frame`), not once per recipient: a progress
+update goes to every racer and spectator of a race as the same bytes.
 """
 
 from __future__ import annotations
@@ -27,6 +30,19 @@ if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
 
 
+def binary_frame(payload: bytes) -> bytes:
+    """``payload`` as one unmasked, final binary websocket frame (RFC 6455, 5.2), as a
+    server sends it with no extension negotiated (the server turns compression off)."""
+    size = len(payload)
+    if size < 126:
+        header = bytes((0x82, size))
+    elif size < 1 << 16:
+        header = b"\x82\x7e" + size.to_bytes(2, "big")
+    else:
+        header = b"\x82\x7f" + size.to_bytes(8, "big")
+    return header + payload
+
+
 class Frames:
     """Encoded frames for connections, written when :meth:`flush` is called: each
     connection's frames in order, in one write."""
@@ -35,8 +51,9 @@ class Frames:
         self._limit = limit
         self._pending: dict[ServerConnection, list[bytes]] = {}
 
-    def add(self, connections: Collection[ServerConnection], frame: bytes) -> None:
-        """Queue ``frame`` (one encoded message) for every connection in ``connections``."""
+    def add(self, connections: Collection[ServerConnection], message: bytes) -> None:
+        """Queue ``message`` (one encoded message) for every connection in ``connections``."""
+        frame = binary_frame(message)
         pending = self._pending
         for connection in connections:
             frames = pending.get(connection)
@@ -52,25 +69,26 @@ class Frames:
             _write(connection, frames, self._limit)
 
 
-def send(connections: Collection[ServerConnection], frame: bytes, limit: int) -> None:
-    """Send one encoded ``frame`` to every connection now; abort those holding more than
-    ``limit`` unsent bytes afterwards."""
+def send(connections: Collection[ServerConnection], message: bytes, limit: int) -> None:
+    """Send one encoded ``message`` to every connection now; abort those holding more
+    than ``limit`` unsent bytes afterwards."""
+    frames = (binary_frame(message),)
     for connection in connections:
-        _write(connection, (frame,), limit)
+        _write(connection, frames, limit)
 
 
 def _write(connection: ServerConnection, frames: Collection[bytes], limit: int) -> None:
-    """Frame ``frames`` as binary messages and write them to ``connection`` at once."""
-    protocol = connection.protocol
-    if protocol.state is not State.OPEN:
+    """Write ``frames`` (whole websocket frames) to ``connection`` at once.
+
+    Straight to the transport: for a data frame in the open state, ``websockets``'
+    protocol object would only have framed it and queued the bytes, and every write to
+    a connection (these, and its own pings, pongs and close) is a whole frame written
+    from the event loop's thread, so frames never interleave.
+    """
+    if connection.protocol.state is not State.OPEN:
         return  # closing or closed: what it would have been sent no longer matters
-    for frame in frames:
-        protocol.send_binary(frame)
-    data = protocol.data_to_send()
     transport = connection.transport
-    # Only binary frames were queued in the open state, so there is no end-of-stream
-    # marker (an empty chunk) among them: they can all go in one write.
-    transport.writelines(data)
+    transport.writelines(frames)
     buffered = transport.get_write_buffer_size()
     if buffered > limit and not transport.is_closing():
         log_event("slow_reader", connection=str(connection.id), buffered=buffered, limit=limit)
