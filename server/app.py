@@ -534,6 +534,10 @@ class RaceServer:
                         return
                     continue
                 await self._answer(connection, session, message, received_at)
+                # Not kept while waiting for the next one: a racer thinks for a second or
+                # so, long enough for the collector to move it to its middle generation
+                # and scan it there, one message per connection.
+                del message
         finally:
             idle.cancel()
 

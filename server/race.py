@@ -620,7 +620,9 @@ class Race:
     def apply(self, command: Command, now: float) -> list[Send]:
         """Carry out ``command`` at time ``now``: the one entry point for the shell and for
         the journal's replay. :attr:`revision` grows when the command changed the race."""
-        match command:
+        match command:  # moves first: nearly every command is one
+            case Place(racer_id, move_number, position):
+                return self.place(racer_id, move_number, position, now)
             case Join(racer_id, name, bot):
                 return self.join(racer_id, name, bot, now)
             case Leave(racer_id):
@@ -631,8 +633,6 @@ class Race:
                 return self.start(now)
             case Tick():
                 return self.tick(now)
-            case Place(racer_id, move_number, position):
-                return self.place(racer_id, move_number, position, now)
             case Resign(racer_id):
                 return self.resign(racer_id, now)
             case Disconnect(racer_id):
