@@ -77,6 +77,8 @@ class RaceHost:
         send_buffer_limit: int = 4 * 1024 * 1024,
     ):
         self.race = race
+        self.race_id = race.race_id
+        """The race's id (also its code for joining)."""
         self.spectators: set[ServerConnection] = set()
         self._send_buffer_limit = send_buffer_limit
         self._journal = journal
@@ -103,11 +105,6 @@ class RaceHost:
         self._set_clock()
         self.par: RacePar | None = None
         """The deal's par, once computed after the finish (sent to whoever sees the result)."""
-
-    @property
-    def race_id(self) -> str:
-        """The race's id (also its code for joining)."""
-        return self.race.race_id
 
     # ------------------------------------------------------------ commands
 
@@ -378,7 +375,7 @@ class RaceHost:
 
     def _recipients(self, to: core.Recipient) -> set[ServerConnection]:
         if isinstance(to, str):
-            return self._racer_connections([to])
+            return self._racer_connections((to,))
         if to is core.Audience.RACERS:
             return self._racer_connections(self.race.racer_ids)
         if to is core.Audience.SPECTATORS:

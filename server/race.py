@@ -151,6 +151,12 @@ class RaceOptions:
 
 
 # ------------------------------------------------------------------- events
+#
+# Events are values: nothing changes one once it is built. The few built for every move
+# (CardToPlace, ProgressLine, MoveAccepted, Progress, Send) are plain dataclasses all the
+# same, not frozen ones: a frozen dataclass's __init__ sets each field through
+# object.__setattr__, five times the cost of a plain one (1.1 against 0.2 us for ten
+# fields), and a move builds a dozen of these.
 
 
 class Audience(Enum):
@@ -204,7 +210,7 @@ class Started:
     started_at: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CardToPlace:
     """The card racer ``racer_id`` must place now, as move ``move_number`` (from 1)."""
 
@@ -215,7 +221,7 @@ class CardToPlace:
     stock_left: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ProgressLine:
     """How one racer stands, without any card."""
 
@@ -232,7 +238,7 @@ class ProgressLine:
     reason: LossReason | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MoveAccepted:
     """Racer ``racer_id``'s move ``move_number`` put ``card`` at ``position``."""
 
@@ -245,7 +251,7 @@ class MoveAccepted:
     progress: ProgressLine
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Progress:
     """Progress lines of the racers whose standing changed since the last update."""
 
@@ -288,7 +294,7 @@ class RaceFinished:
 Event = RaceChanged | Started | CardToPlace | MoveAccepted | Progress | Boards | RaceFinished
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Send:
     """Deliver ``event`` to ``to``: a racer id or an :class:`Audience`."""
 
