@@ -196,6 +196,19 @@ _FIELD_NAMES = {
 
 def command_to_json(command: Command) -> str:
     """A command as one line of JSON, ``kind`` first."""
+    if type(command) is Place:
+        # Nearly every command is a move, and the writer thread holds the interpreter
+        # lock while it encodes them: the same text as the general case, a third of the
+        # time (a test checks the two agree).
+        row, col = command.position
+        return (
+            f'{{"kind":"place","racer_id":{json.dumps(command.racer_id, ensure_ascii=False)},'
+            f'"move_number":{command.move_number},"position":[{row},{col}]}}'
+        )
+    return _command_to_json(command)
+
+
+def _command_to_json(command: Command) -> str:
     fields: dict[str, Any] = {"kind": _KIND_OF[type(command)]}
     for name in _FIELD_NAMES[type(command)]:
         value = getattr(command, name)

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from protocol import Role
 from server.journal import (
@@ -18,6 +20,7 @@ from server.journal import (
     ResultRecord,
     StoredRace,
     Sync,
+    _command_to_json,
     command_from_json,
     command_to_json,
     rebuild,
@@ -231,3 +234,16 @@ def test_the_checkpointer_keeps_the_wal_bounded_under_constant_writes(tmp_path: 
     # the WAL was restarted again and again, the writer hammering it all the while.
     assert largest < 1500 * (page_size + 24)
     assert len(Journal.load(path).races[0].commands) == 1500
+
+
+@given(
+    racer_id=st.text(max_size=40),
+    move_number=st.integers(min_value=-(2**40), max_value=2**40),
+    position=st.tuples(st.integers(-5, 5), st.integers(-5, 5)),
+)
+def test_a_move_is_journaled_as_the_general_encoding_would_write_it(
+    racer_id: str, move_number: int, position: tuple[int, int]
+) -> None:
+    move = Place(racer_id, move_number, position)
+    assert command_to_json(move) == _command_to_json(move)
+    assert command_from_json(command_to_json(move)) == move
