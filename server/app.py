@@ -15,11 +15,11 @@ import logging
 import signal
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
-from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 import protocol
@@ -43,6 +43,7 @@ from server import fanout
 from server import race as core
 from server.codes import new_code
 from server.config import ServerConfig
+from server.connection import Message, RaceConnection
 from server.host import RaceHost
 from server.journal import (
     DisabledJournal,
@@ -149,6 +150,7 @@ class RaceServer:
             open_timeout=self.config.handshake_timeout,
             ping_interval=self.config.ping_interval,
             ping_timeout=self.config.ping_timeout,
+            create_connection=RaceConnection,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         log_event(
@@ -319,18 +321,16 @@ class RaceServer:
     # ------------------------------------------------------------ websocket
 
     async def _handle(self, connection: ServerConnection) -> None:
+        assert isinstance(connection, RaceConnection)  # serve() builds them (see start)
         self.connections.add(connection)
         self.metrics.connections_total += 1
         log_event("connection_open", connection=str(connection.id), remote=_remote(connection))
-        session: Session | None = None
+        conversation = _Conversation(self, connection)
         try:
-            session = await self._greet(connection)
-            if session is not None:
-                await self._converse(connection, session)
-        except ConnectionClosed:
-            pass
+            await conversation.run()
         finally:
             self.connections.discard(connection)
+            session = conversation.session
             if session is not None and session.connection is connection:
                 self._detach(session, connection)
             log_event(
@@ -341,41 +341,11 @@ class RaceServer:
                 reason=connection.close_reason,
             )
 
-    async def _greet(self, connection: ServerConnection) -> Session | None:
-        """Wait for ``hello`` and answer it; ``None`` if the connection is to end."""
-        try:
-            async with asyncio.timeout(self.config.handshake_timeout):
-                bad = 0
-                while True:
-                    frame = await connection.recv()
-                    try:
-                        message = decode_client(frame, self.limits)
-                    except ProtocolError as error:
-                        if not await self._refuse(connection, error, error.close_code):
-                            return None
-                        bad += 1
-                        if bad >= self.config.bad_messages:
-                            await connection.close(CloseCode.PROTOCOL_ERROR, "too many bad frames")
-                            return None
-                        continue
-                    if isinstance(message, protocol.Hello):
-                        taken = self._name_taken(message)
-                        if taken is None:
-                            return await self._hello(connection, message)
-                        await self._refuse(connection, taken)  # it may say hello again
-                        continue
-                    await self._refuse(
-                        connection,
-                        ProtocolError(
-                            ErrorCode.HELLO_REQUIRED,
-                            f"say hello first, not {message.TYPE}",
-                            in_reply_to=message.TYPE,
-                            reply_to=message.id,
-                        ),
-                    )
-        except TimeoutError:
-            await connection.close(CloseCode.HANDSHAKE_TIMEOUT, "no hello in time")
-            return None
+    def close_later(self, connection: ServerConnection, code: CloseCode, reason: str) -> None:
+        """Close ``connection`` in the background (the closing handshake takes a round trip)."""
+        closing = asyncio.create_task(connection.close(code, reason))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
     def _name_taken(self, hello: protocol.Hello) -> ProtocolError | None:
         """The refusal of a new human player's name that a connected one already uses.
@@ -398,7 +368,7 @@ class RaceServer:
 
     async def _hello(self, connection: ServerConnection, hello: protocol.Hello) -> Session | None:
         if self.stopping:
-            await self._refuse(
+            await self._refuse_and_close(
                 connection,
                 ProtocolError(ErrorCode.SHUTTING_DOWN, "the server is shutting down"),
                 CloseCode.GOING_AWAY,
@@ -408,7 +378,7 @@ class RaceServer:
         if hello.resume is not None:
             found = self.sessions.resume(hello.resume)
             if found is None:
-                await self._refuse(
+                await self._refuse_and_close(
                     connection,
                     ProtocolError(
                         ErrorCode.INVALID_TOKEN,
@@ -424,11 +394,7 @@ class RaceServer:
             if previous is not None and previous is not connection:
                 session.connection = None
                 self._detach(session, previous, quietly=True)
-                closing = asyncio.create_task(
-                    previous.close(CloseCode.REPLACED, "resumed elsewhere")
-                )
-                self._closing.add(closing)
-                closing.add_done_callback(self._closing.discard)
+                self.close_later(previous, CloseCode.REPLACED, "resumed elsewhere")
         else:
             session, token = self.sessions.create(hello.name, hello.bot, hello.role)
             await self.journal.write(
@@ -464,7 +430,7 @@ class RaceServer:
             resumed=resumed,
             reply_to=hello.id,
         )
-        await connection.send(encode(welcome))
+        self._send(connection, welcome)
         if resumed:
             self._send_state(connection, session)
         return session
@@ -504,44 +470,7 @@ class RaceServer:
                 session.race_id = None
                 self._drop_if_empty(host)
 
-    async def _converse(self, connection: ServerConnection, session: Session) -> None:
-        """Read, check and handle messages until the connection ends."""
-        bucket = TokenBucket(self.config.rate_per_second, self.config.rate_burst, self._now())
-        strikes = bad = 0
-        loop = asyncio.get_running_loop()
-        idle = _IdleWatch(connection, self.config.idle_timeout, self._closing)
-        try:
-            while True:
-                frame = await connection.recv()
-                received_at = idle.heard = loop.time()
-                if not bucket.allow(self._now()):
-                    strikes += 1
-                    await self._refuse(
-                        connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages")
-                    )
-                    if strikes >= self.config.rate_strikes:
-                        await connection.close(CloseCode.RATE_LIMITED, "rate limit")
-                        return
-                    continue
-                try:
-                    message = decode_client(frame, self.limits)
-                except ProtocolError as error:
-                    bad += 1
-                    if not await self._refuse(connection, error, error.close_code):
-                        return
-                    if bad >= self.config.bad_messages:
-                        await connection.close(CloseCode.PROTOCOL_ERROR, "too many bad messages")
-                        return
-                    continue
-                await self._answer(connection, session, message, received_at)
-                # Not kept while waiting for the next one: a racer thinks for a second or
-                # so, long enough for the collector to move it to its middle generation
-                # and scan it there, one message per connection.
-                del message
-        finally:
-            idle.cancel()
-
-    async def _answer(
+    def _answer(
         self,
         connection: ServerConnection,
         session: Session,
@@ -551,43 +480,50 @@ class RaceServer:
         try:
             if self.stopping:
                 raise _Refused(ErrorCode.SHUTTING_DOWN, "the server is shutting down")
-            if isinstance(message, protocol.CreateRace):
-                await self._on_create_race(connection, session, message)
-            else:
-                self._dispatch(connection, session, message, received_at)
-        except (_Refused, core.RaceError) as refusal:
-            code = (
-                ErrorCode(refusal.code.value)
-                if isinstance(refusal, core.RaceError)
-                else refusal.code
-            )
-            await self._refuse(
+            self._dispatch(connection, session, message, received_at)
+        except Exception as error:
+            self._answer_failed(connection, session, message, error)
+
+    async def _answer_later(
+        self, connection: ServerConnection, session: Session, message: protocol.CreateRace
+    ) -> None:
+        """Answer a ``create_race`` that must first find a winnable deal."""
+        try:
+            await self._on_create_winnable_race(connection, session, message)
+        except Exception as error:
+            self._answer_failed(connection, session, message, error)
+
+    def _answer_failed(
+        self,
+        connection: ServerConnection,
+        session: Session,
+        message: ClientMessage,
+        error: Exception,
+    ) -> None:
+        """Answer a message whose handling raised: a refusal as its error code, anything
+        else as ``internal_error`` (a bug must cost one answer, never the connection)."""
+        if isinstance(error, _Refused | core.RaceError):
+            code = ErrorCode(error.code.value) if isinstance(error, core.RaceError) else error.code
+            self._refuse(
                 connection,
-                ProtocolError(
-                    code, refusal.message, in_reply_to=message.TYPE, reply_to=message.id
-                ),
+                ProtocolError(code, error.message, in_reply_to=message.TYPE, reply_to=message.id),
             )
             if code is ErrorCode.BAD_MOVE_NUMBER and isinstance(message, protocol.Place):
                 self._send_card_again(session, message.race)
-        except Exception as error:  # a bug must cost one answer, never the connection
-            log_event("internal_error", logging.ERROR, message=message.TYPE, error=repr(error))
-            await self._refuse(
-                connection,
-                ProtocolError(
-                    ErrorCode.INTERNAL_ERROR,
-                    "the server failed to handle this message",
-                    in_reply_to=message.TYPE,
-                    reply_to=message.id,
-                ),
-            )
+            return
+        log_event("internal_error", logging.ERROR, message=message.TYPE, error=repr(error))
+        self._refuse(
+            connection,
+            ProtocolError(
+                ErrorCode.INTERNAL_ERROR,
+                "the server failed to handle this message",
+                in_reply_to=message.TYPE,
+                reply_to=message.id,
+            ),
+        )
 
-    async def _refuse(
-        self,
-        connection: ServerConnection,
-        error: ProtocolError,
-        close_code: CloseCode | None = None,
-    ) -> bool:
-        """Send an ``error``; close the connection if ``close_code``. Whether it stays open."""
+    def _refuse(self, connection: ServerConnection, error: ProtocolError) -> None:
+        """Send ``error`` as an ``error`` message."""
         self.metrics.errors[error.code.value] += 1
         log_event(
             "error_sent",
@@ -605,10 +541,14 @@ class RaceServer:
         # Like every other answer, without waiting for the client to read: a client that
         # stops reading must be cut off (see fanout), not hold its handler here for good.
         self._send(connection, reply)
-        if close_code is not None:
-            await connection.close(close_code, error.code.value)
-            return False
-        return True
+
+    async def _refuse_and_close(
+        self, connection: ServerConnection, error: ProtocolError, close_code: CloseCode
+    ) -> None:
+        """Send ``error``, then close the connection with ``close_code``."""
+        self._refuse(connection, error)
+        await connection.close(close_code, error.code.value)
+
 
     # ------------------------------------------------------------- requests
 
@@ -622,6 +562,8 @@ class RaceServer:
         match message:
             case protocol.Place():
                 self._on_place(connection, session, message, received_at)
+            case protocol.CreateRace():
+                self._on_create_race(connection, session, message)
             case protocol.Hello():
                 self._on_hello(connection, session, message)
             case protocol.Ping():
@@ -693,21 +635,30 @@ class RaceServer:
             host = self.open_race(self._quick_options())
         self._join(connection, session, host, message.id)
 
-    async def _on_create_race(
+    def _on_create_race(
         self, connection: ServerConnection, session: Session, message: protocol.CreateRace
     ) -> None:
-        self._check_free_to_join(session)
-        wire: protocol.RaceOptions = message.options
-        try:
-            options = race_options(wire, self.config.progress_interval)
-        except ValueError as error:
-            raise _Refused(ErrorCode.BAD_MESSAGE, f"create_race.options: {error}") from None
-        seed = None
-        if wire.seed_policy is SeedPolicy.WINNABLE:
-            seed = await self._winnable_seed(options)
-            self._check_free_to_join(session)  # still true: this connection waited for us
+        options = self._options_to_create(session, message)
+        self._join(connection, session, self.open_race(options), message.id)
+
+    async def _on_create_winnable_race(
+        self, connection: ServerConnection, session: Session, message: protocol.CreateRace
+    ) -> None:
+        options = self._options_to_create(session, message)
+        seed = await self._winnable_seed(options)
+        self._check_free_to_join(session)  # still true: this connection waited for us
         host = self.open_race(options, seed=seed)
         self._join(connection, session, host, message.id)
+
+    def _options_to_create(
+        self, session: Session, message: protocol.CreateRace
+    ) -> core.RaceOptions:
+        """The options of the race ``message`` asks for (``_Refused`` if it may not)."""
+        self._check_free_to_join(session)
+        try:
+            return race_options(message.options, self.config.progress_interval)
+        except ValueError as error:
+            raise _Refused(ErrorCode.BAD_MESSAGE, f"create_race.options: {error}") from None
 
     async def _winnable_seed(self, options: core.RaceOptions) -> str:
         """A fresh seed the solver has found a winning line for (in a worker thread: the
@@ -873,6 +824,149 @@ class RaceServer:
         return self.config.clock()
 
 
+class _Conversation:
+    """One connection's messages, each handled as it arrives (see :mod:`server.connection`).
+
+    First a ``hello`` (within the handshake timeout), then everything else, rate-limited
+    and checked. An answer that must wait (the journal write of a new player, the search
+    for a winnable deal) holds the connection's later messages until it is done, so a
+    connection's messages are still answered in the order they came.
+    """
+
+    def __init__(self, server: RaceServer, connection: RaceConnection):
+        self._server = server
+        self._connection = connection
+        self._config = server.config
+        self._loop = asyncio.get_running_loop()
+        self.session: Session | None = None
+        """Set once ``hello`` is answered."""
+        self._bad = 0
+        self._strikes = 0
+        self._bucket: TokenBucket | None = None
+        self._idle: _IdleWatch | None = None
+        self._ending = False
+        """Set once the server closes the connection: later messages are ignored."""
+        self._waiting_on: asyncio.Task[None] | None = None
+        self._greeting_timer = self._loop.call_later(
+            self._config.handshake_timeout, self._no_hello_in_time
+        )
+
+    async def run(self) -> None:
+        """Take the connection's messages until it has closed and its last answer is done."""
+        self._connection.deliver_to(self._take)
+        try:
+            await self._connection.wait_closed()
+            if self._waiting_on is not None:
+                await asyncio.wait([self._waiting_on])
+        finally:
+            self._greeting_timer.cancel()
+            if self._idle is not None:
+                self._idle.cancel()
+
+    def _take(self, frame: Message) -> None:
+        if self._ending:
+            return
+        try:
+            if self.session is None:
+                self._greet(frame)
+            else:
+                self._converse(self.session, frame)
+        except Exception as error:  # called from the network callback: never let it raise
+            log_event("internal_error", logging.ERROR, error=repr(error))
+
+    def _greet(self, frame: Message) -> None:
+        server, connection = self._server, self._connection
+        try:
+            message = decode_client(frame, server.limits)
+        except ProtocolError as error:
+            self._refuse_bad(error, "too many bad frames")
+            return
+        if isinstance(message, protocol.Hello):
+            taken = server._name_taken(message)
+            if taken is None:
+                self._wait_on(self._hello(message))
+            else:
+                server._refuse(connection, taken)  # it may say hello again
+            return
+        server._refuse(
+            connection,
+            ProtocolError(
+                ErrorCode.HELLO_REQUIRED,
+                f"say hello first, not {message.TYPE}",
+                in_reply_to=message.TYPE,
+                reply_to=message.id,
+            ),
+        )
+
+    async def _hello(self, hello: protocol.Hello) -> None:
+        session = await self._server._hello(self._connection, hello)
+        if session is None:
+            self._ending = True  # refused, and closed
+            return
+        self._greeting_timer.cancel()
+        self._bucket = TokenBucket(
+            self._config.rate_per_second, self._config.rate_burst, self._server._now()
+        )
+        self._idle = _IdleWatch(self._connection, self._config.idle_timeout, self._server)
+        self.session = session
+
+    def _converse(self, session: Session, frame: Message) -> None:
+        server, connection = self._server, self._connection
+        assert self._bucket is not None and self._idle is not None  # set with the session
+        received_at = self._idle.heard = self._loop.time()
+        if not self._bucket.allow(server._now()):
+            self._strikes += 1
+            server._refuse(connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages"))
+            if self._strikes >= self._config.rate_strikes:
+                self._end(CloseCode.RATE_LIMITED, "rate limit")
+            return
+        try:
+            message = decode_client(frame, server.limits)
+        except ProtocolError as error:
+            self._refuse_bad(error, "too many bad messages")
+            return
+        if (
+            isinstance(message, protocol.CreateRace)
+            and message.options.seed_policy is SeedPolicy.WINNABLE
+            and not server.stopping
+        ):
+            self._wait_on(server._answer_later(connection, session, message))
+        else:
+            server._answer(connection, session, message, received_at)
+
+    def _refuse_bad(self, error: ProtocolError, too_many: str) -> None:
+        """Answer a frame that failed to decode; close the connection when the error
+        says so, or after too many."""
+        self._server._refuse(self._connection, error)
+        if error.close_code is not None:
+            self._end(error.close_code, error.code.value)
+            return
+        self._bad += 1
+        if self._bad >= self._config.bad_messages:
+            self._end(CloseCode.PROTOCOL_ERROR, too_many)
+
+    def _wait_on(self, answer: Coroutine[Any, Any, None]) -> None:
+        """Run ``answer``, holding the connection's later messages until it is done."""
+        self._connection.hold()
+        self._waiting_on = self._loop.create_task(answer)
+        self._waiting_on.add_done_callback(self._answered)
+
+    def _answered(self, task: asyncio.Task[None]) -> None:
+        self._waiting_on = None
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log_event("internal_error", logging.ERROR, error=repr(error))
+        self._connection.release()
+
+    def _no_hello_in_time(self) -> None:
+        if self.session is None:
+            self._end(CloseCode.HANDSHAKE_TIMEOUT, "no hello in time")
+
+    def _end(self, code: CloseCode, reason: str) -> None:
+        if not self._ending:
+            self._ending = True
+            self._server.close_later(self._connection, code, reason)
+
+
 class _IdleWatch:
     """Closes a connection that sends nothing for ``timeout`` seconds.
 
@@ -881,12 +975,10 @@ class _IdleWatch:
     Re-arming a timer on every message would cost more than the message.
     """
 
-    def __init__(
-        self, connection: ServerConnection, timeout: float, closing: set[asyncio.Task[None]]
-    ):
+    def __init__(self, connection: ServerConnection, timeout: float, server: RaceServer):
         self._connection = connection
         self._timeout = timeout
-        self._closing = closing
+        self._server = server
         self._loop = asyncio.get_running_loop()
         self.heard = self._loop.time()
         """Loop time of the last message from the connection."""
@@ -897,11 +989,7 @@ class _IdleWatch:
         if self._loop.time() < due:
             self._timer = self._loop.call_at(due, self._check)
             return
-        closing = asyncio.create_task(
-            self._connection.close(CloseCode.IDLE_TIMEOUT, "idle for too long")
-        )
-        self._closing.add(closing)
-        closing.add_done_callback(self._closing.discard)
+        self._server.close_later(self._connection, CloseCode.IDLE_TIMEOUT, "idle for too long")
 
     def cancel(self) -> None:
         """Stop watching (the connection ended)."""

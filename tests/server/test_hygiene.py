@@ -33,6 +33,7 @@ from protocol import (
     RaceOptions,
     RaceSnapshot,
     Spectate,
+    Welcome,
     decode_server,
     encode,
 )
@@ -285,3 +286,43 @@ async def test_keepalive_pings_keep_a_live_client_and_drop_one_that_stopped_answ
         await asyncio.sleep(1.0)
         await still_answers(awake)
         await awake.close()
+
+
+async def test_messages_sent_without_waiting_are_answered_in_order(
+    live_server: LiveServer,
+) -> None:
+    """A hello, then pings, sent back to back: the pings wait for the welcome (the hello's
+    journal write), and every answer comes in the order of the requests. (More wait than
+    the connection holds before it stops reading, which it then resumes.)"""
+    async with connect(live_server.url) as eager:
+        await eager.send(encode(Hello(name="eager", bot=True, id=1)))
+        for request in range(2, 32):
+            await eager.send(encode(Ping(id=request)))
+        answers = [decode_server(await asyncio.wait_for(eager.recv(), TIMEOUT)) for _ in range(31)]
+    assert isinstance(answers[0], Welcome) and answers[0].reply_to == 1
+    assert [(type(a), a.reply_to) for a in answers[1:]] == [(Pong, r) for r in range(2, 32)]
+
+
+async def test_a_message_in_fragments_is_answered_as_one(live_server: LiveServer) -> None:
+    client = await WireClient.connect(live_server.url, "fragments")
+    frame = encode(Ping(id=7))
+    await client.connection.send([frame[:1], frame[1:3], frame[3:]])
+    assert (await client.expect(Pong)).reply_to == 7
+    await client.connection.send(["a text ", "frame in fragments"])
+    assert (await client.expect(Error)).code is ErrorCode.BAD_FRAME
+    await still_answers(client)
+    await client.close()
+
+
+async def test_a_message_in_too_many_fragments_closes_that_connection_only(
+    live_server: LiveServer,
+) -> None:
+    bystander = await WireClient.connect(live_server.url, "bystander")
+    sender = await WireClient.connect(live_server.url, "shredder")
+    await sender.connection.send([b""] * 100 + [encode(Ping(id=1))])
+    with pytest.raises(ConnectionClosed):
+        while True:
+            await sender.receive()
+    assert sender.connection.close_code == CloseCode.MESSAGE_TOO_BIG
+    await still_answers(bystander)
+    await bystander.close()

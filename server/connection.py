@@ -1,0 +1,123 @@
+"""A websockets server connection that hands each message to its handler as it arrives.
+
+``websockets``' asyncio connection queues every incoming message for ``recv()``, and a
+handler reading in a loop keeps, between two messages, a chain of three coroutines and a
+future waiting on the queue, then a task wake-up to take the next one. A racer thinks
+for a second or so between moves, so at 5,000 racers those waiting objects were more than
+half of what the garbage collector's middle generation held and scanned (a census of
+``gc.get_objects(1)``: 134,000 objects, 75,000 of them this machinery).
+
+:class:`RaceConnection` keeps ``websockets``' protocol, handshake, keepalive and closing
+as they are, and changes only where a data frame goes once parsed: the whole message is
+handed to a callback (:meth:`RaceConnection.deliver_to`) from the same network callback
+that parsed it. Nothing waits between two messages.
+
+Answers that need to wait (a journal write, a search) call :meth:`RaceConnection.hold`:
+messages then wait in arrival order until :meth:`RaceConnection.release`, and past
+:data:`MAX_WAITING` of them the connection stops reading from the network, as
+``websockets``' own queue does, until they are down to :data:`RESUME_AT`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection
+from websockets.frames import DATA_OPCODES, CloseCode, Frame, Opcode
+from websockets.protocol import Event
+
+Message = bytes | bytearray | memoryview | str
+"""A whole incoming message: binary as received, text decoded (the protocol refuses text
+frames with ``bad_frame``, so invalid UTF-8 is replaced rather than fatal)."""
+
+#: Messages held before the connection stops reading (``websockets``' ``max_queue``).
+MAX_WAITING = 16
+#: Held messages below which reading resumes.
+RESUME_AT = 4
+#: Frames one message may be split into; more fails the connection (1009), as
+#: ``websockets`` does past its own limit. ``max_size`` bounds a message's bytes, but
+#: not how many empty fragments it comes in.
+MAX_FRAGMENTS = 64
+
+
+class RaceConnection(ServerConnection):
+    """A server connection whose messages go to a callback, not to ``recv()``.
+
+    Until :meth:`deliver_to` is called, messages are held (a client may send its first
+    message before the handler has started).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._handler: Callable[[Message], None] | None = None
+        self._held = True
+        self._waiting: deque[Message] = deque()
+        self._reading_paused = False
+        self._fragments: list[Any] = []
+        self._fragmented_text = False
+
+    def deliver_to(self, handler: Callable[[Message], None]) -> None:
+        """Hand every message to ``handler`` from now on, starting with any held."""
+        self._handler = handler
+        self.release()
+
+    def hold(self) -> None:
+        """Keep messages, in order, until :meth:`release`."""
+        self._held = True
+
+    def release(self) -> None:
+        """Hand over the held messages, in order, and then each as it arrives (the
+        handler may hold again: the rest then wait for the next release)."""
+        self._held = False
+        waiting, handler = self._waiting, self._handler
+        while waiting and not self._held and handler is not None:
+            handler(waiting.popleft())
+        if self._reading_paused and len(waiting) <= RESUME_AT:
+            self._reading_paused = False
+            if not self.transport.is_closing():
+                self.transport.resume_reading()
+
+    def process_event(self, event: Event) -> None:
+        """A data frame goes to the handler once its message is whole; everything else
+        (the handshake request, control frames) is ``websockets``' as before."""
+        if self.request is None or not isinstance(event, Frame) or event.opcode not in DATA_OPCODES:
+            super().process_event(event)
+            return
+        message = self._assemble(event)
+        if message is None:
+            return
+        if self._held or self._waiting or self._handler is None:
+            self._waiting.append(message)
+            if len(self._waiting) > MAX_WAITING and not self._reading_paused:
+                self._reading_paused = True
+                self.transport.pause_reading()
+            return
+        self._handler(message)
+
+    def _assemble(self, frame: Frame) -> Message | None:
+        """The message ``frame`` completes, or ``None`` while it is still in fragments.
+        (``websockets``' protocol has already checked that fragments come in order and
+        that a message stays within ``max_size``.)"""
+        if frame.opcode is not Opcode.CONT:
+            if frame.fin:
+                return _text(frame.data) if frame.opcode is Opcode.TEXT else frame.data
+            self._fragments = [frame.data]
+            self._fragmented_text = frame.opcode is Opcode.TEXT
+            return None
+        self._fragments.append(frame.data)
+        if len(self._fragments) > MAX_FRAGMENTS:
+            self._fragments = []
+            self.protocol.fail(CloseCode.MESSAGE_TOO_BIG, "too many fragments")
+            self.send_data()
+            return None
+        if not frame.fin:
+            return None
+        data = b"".join(self._fragments)
+        self._fragments = []
+        return _text(data) if self._fragmented_text else data
+
+
+def _text(data: Any) -> str:
+    return bytes(data).decode(errors="replace")
