@@ -833,6 +833,21 @@ class _Conversation:
     connection's messages are still answered in the order they came.
     """
 
+    __slots__ = (
+        "_bad",
+        "_bucket",
+        "_config",
+        "_connection",
+        "_ending",
+        "_greeting_timer",
+        "_idle",
+        "_loop",
+        "_server",
+        "_strikes",
+        "_waiting_on",
+        "session",
+    )
+
     def __init__(self, server: RaceServer, connection: RaceConnection):
         self._server = server
         self._connection = connection
