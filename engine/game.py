@@ -533,7 +533,8 @@ def _is_position(position: object) -> bool:
     return (
         isinstance(position, tuple | list)
         and len(position) == 2
-        and all(type(v) is int for v in position)
+        and type(position[0]) is int
+        and type(position[1]) is int
     )
 
 

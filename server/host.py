@@ -20,7 +20,7 @@ import asyncio
 import concurrent.futures
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -367,30 +367,31 @@ class RaceHost:
                 continue
             connections = self._recipients(send.to)
             if isinstance(event, core.RaceChanged) and item.direct and item.commander:
-                connections.discard(item.commander)
+                connections = [c for c in connections if c is not item.commander]
             frames.add(connections, encode(message))
             if isinstance(event, core.RaceFinished):
                 frames.flush()  # what follows the finish elsewhere must come after it
                 self._finished(event.result)
 
-    def _recipients(self, to: core.Recipient) -> set[ServerConnection]:
-        if isinstance(to, str):
-            return self._racer_connections((to,))
-        if to is core.Audience.RACERS:
-            return self._racer_connections(self.race.racer_ids)
+    def _recipients(self, to: core.Recipient) -> Collection[ServerConnection]:
+        if isinstance(to, str):  # one racer: most messages (a move's placed and card)
+            connection = self._racer_connection(to)
+            return () if connection is None else (connection,)
         if to is core.Audience.SPECTATORS:
             return set(self.spectators)
-        return self._racer_connections(self.race.racer_ids) | self.spectators
+        connections = {
+            connection
+            for racer_id in self.race.racer_ids
+            if (connection := self._racer_connection(racer_id)) is not None
+        }
+        return connections if to is core.Audience.RACERS else connections | self.spectators
 
-    def _racer_connections(self, racer_ids: Iterable[str]) -> set[ServerConnection]:
-        connections = set()
-        for racer_id in racer_ids:
-            session = self._sessions.get(racer_id)
-            if session is None or session.race_id != self.race_id:
-                continue
-            if session.connection is not None:
-                connections.add(session.connection)
-        return connections
+    def _racer_connection(self, racer_id: str) -> ServerConnection | None:
+        """Where racer ``racer_id`` is connected now, if it still races here."""
+        session = self._sessions.get(racer_id)
+        if session is None or session.race_id != self.race_id:
+            return None
+        return session.connection
 
     def _finished(self, result: RaceResult) -> None:
         standings = result.racers
