@@ -830,7 +830,7 @@ class _Conversation:
     First a ``hello`` (within the handshake timeout), then everything else, rate-limited
     and checked. An answer that must wait (the journal write of a new player, the search
     for a winnable deal) holds the connection's later messages until it is done, so a
-    connection's messages are still answered in the order they came.
+    connection's messages are still handled in the order they came.
     """
 
     __slots__ = (
