@@ -20,6 +20,7 @@ from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
+from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 import protocol
@@ -148,8 +149,7 @@ class RaceServer:
             compression=None,
             max_size=self.limits.max_client_frame,
             open_timeout=self.config.handshake_timeout,
-            ping_interval=self.config.ping_interval,
-            ping_timeout=self.config.ping_timeout,
+            ping_interval=None,  # pings only for connections gone quiet: see _Liveness
             create_connection=RaceConnection,
         )
         self.port = self._server.sockets[0].getsockname()[1]
@@ -840,7 +840,7 @@ class _Conversation:
         "_connection",
         "_ending",
         "_greeting_timer",
-        "_idle",
+        "_liveness",
         "_loop",
         "_server",
         "_strikes",
@@ -858,7 +858,7 @@ class _Conversation:
         self._bad = 0
         self._strikes = 0
         self._bucket: TokenBucket | None = None
-        self._idle: _IdleWatch | None = None
+        self._liveness: _Liveness | None = None
         self._ending = False
         """Set once the server closes the connection: later messages are ignored."""
         self._waiting_on: asyncio.Task[None] | None = None
@@ -875,8 +875,8 @@ class _Conversation:
                 await asyncio.wait([self._waiting_on])
         finally:
             self._greeting_timer.cancel()
-            if self._idle is not None:
-                self._idle.cancel()
+            if self._liveness is not None:
+                self._liveness.cancel()
 
     def _take(self, frame: Message) -> None:
         if self._ending:
@@ -922,13 +922,13 @@ class _Conversation:
         self._bucket = TokenBucket(
             self._config.rate_per_second, self._config.rate_burst, self._server._now()
         )
-        self._idle = _IdleWatch(self._connection, self._config.idle_timeout, self._server)
+        self._liveness = _Liveness(self._connection, self._config, self._server)
         self.session = session
 
     def _converse(self, session: Session, frame: Message) -> None:
         server, connection = self._server, self._connection
-        assert self._bucket is not None and self._idle is not None  # set with the session
-        received_at = self._idle.heard = self._loop.time()
+        assert self._bucket is not None and self._liveness is not None  # set with the session
+        received_at = self._liveness.heard = self._loop.time()
         if not self._bucket.allow(server._now()):
             self._strikes += 1
             server._refuse(connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages"))
@@ -982,33 +982,69 @@ class _Conversation:
             self._server.close_later(self._connection, code, reason)
 
 
-class _IdleWatch:
-    """Closes a connection that sends nothing for ``timeout`` seconds.
+class _Liveness:
+    """Pings a connection that has gone quiet, and closes one that stays silent.
+
+    ``websockets`` would ping every connection every ``ping_interval``; a racer who sends
+    a move every second or so proves it is there, so only a connection that has sent no
+    message for ``ping_interval`` (since its last ping, too) is pinged, and closed with
+    1011 if no pong comes within ``ping_timeout``: at 5,000 racers that was 250 pings a
+    second, each a task step, a frame, a system call and a pong to read. A connection
+    that sends no message for ``idle_timeout`` is closed with 4004 (pongs do not count).
 
     One timer per connection, pushed back lazily: a message only records when it was
-    heard (``heard``), and the timer, when it fires, sleeps again until the new deadline.
+    heard (``heard``), and the timer, when it fires, sleeps again until the next deadline.
     Re-arming a timer on every message would cost more than the message.
     """
 
-    def __init__(self, connection: ServerConnection, timeout: float, server: RaceServer):
+    __slots__ = ("_config", "_connection", "_loop", "_pinged_at", "_pinging", "_server",
+                 "_timer", "heard")
+
+    def __init__(self, connection: ServerConnection, config: ServerConfig, server: RaceServer):
         self._connection = connection
-        self._timeout = timeout
+        self._config = config
         self._server = server
         self._loop = asyncio.get_running_loop()
         self.heard = self._loop.time()
         """Loop time of the last message from the connection."""
-        self._timer = self._loop.call_at(self.heard + timeout, self._check)
+        self._pinged_at = float("-inf")
+        self._pinging: asyncio.Task[None] | None = None
+        self._timer = self._loop.call_at(self._next_check(), self._check)
+
+    def _next_check(self) -> float:
+        quiet_since = max(self.heard, self._pinged_at)
+        return min(self.heard + self._config.idle_timeout,
+                   quiet_since + self._config.ping_interval)
 
     def _check(self) -> None:
-        due = self.heard + self._timeout
-        if self._loop.time() < due:
-            self._timer = self._loop.call_at(due, self._check)
+        now = self._loop.time()
+        if now >= self.heard + self._config.idle_timeout:
+            self._server.close_later(self._connection, CloseCode.IDLE_TIMEOUT,
+                                     "idle for too long")
             return
-        self._server.close_later(self._connection, CloseCode.IDLE_TIMEOUT, "idle for too long")
+        quiet_since = max(self.heard, self._pinged_at)
+        if now >= quiet_since + self._config.ping_interval and self._pinging is None:
+            self._pinged_at = now
+            self._pinging = self._loop.create_task(self._ping())
+        self._timer = self._loop.call_at(max(now, self._next_check()), self._check)
+
+    async def _ping(self) -> None:
+        try:
+            pong = await self._connection.ping()
+            await asyncio.wait_for(pong, self._config.ping_timeout)
+        except TimeoutError:
+            self._server.close_later(self._connection, CloseCode.INTERNAL_ERROR,
+                                     "keepalive ping timeout")
+        except ConnectionClosed:
+            pass  # gone already: nothing to keep alive
+        finally:
+            self._pinging = None
 
     def cancel(self) -> None:
         """Stop watching (the connection ended)."""
         self._timer.cancel()
+        if self._pinging is not None:
+            self._pinging.cancel()
 
 
 def _remote(connection: ServerConnection) -> str | None:

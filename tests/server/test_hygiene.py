@@ -15,9 +15,10 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
-from websockets.protocol import State
+from websockets.frames import Frame, Opcode
+from websockets.protocol import Event, State
 
 from protocol import (
     CloseCode,
@@ -322,3 +323,35 @@ async def test_a_message_in_fragments_is_answered_as_one(live_server: LiveServer
     await still_answers(client)
     await client.close()
 
+
+
+class PingCountingConnection(ClientConnection):
+    """A client connection that counts the websocket pings it is sent."""
+
+    pings = 0
+
+    def process_event(self, event: Event) -> None:
+        if isinstance(event, Frame) and event.opcode is Opcode.PING:
+            self.pings += 1
+        super().process_event(event)
+
+
+async def test_only_a_quiet_connection_is_pinged(tmp_path: Path) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "db"), ping_interval=0.2, ping_timeout=0.5)
+    async with (
+        start_live_server(config) as live,
+        connect(live.url, create_connection=PingCountingConnection) as talker,
+        connect(live.url, create_connection=PingCountingConnection) as quiet,
+    ):
+        for connection, name in ((talker, "talker"), (quiet, "quiet")):
+            await connection.send(encode(Hello(name=name, bot=True)))
+            assert isinstance(decode_server(await connection.recv()), Welcome)
+        for request in range(20):  # a message every 50 ms for a second
+            await talker.send(encode(Ping(id=request)))
+            assert isinstance(decode_server(await talker.recv()), Pong)
+            await asyncio.sleep(0.05)
+        assert isinstance(talker, PingCountingConnection)
+        assert isinstance(quiet, PingCountingConnection)
+        assert talker.pings == 0
+        assert quiet.pings >= 3  # about one every 0.2 s, each answered
+        assert quiet.state is State.OPEN
