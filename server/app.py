@@ -1022,11 +1022,11 @@ class _Liveness:
             self._server.close_later(self._connection, CloseCode.IDLE_TIMEOUT,
                                      "idle for too long")
             return
-        quiet_since = max(self.heard, self._pinged_at)
-        if now >= quiet_since + self._config.ping_interval and self._pinging is None:
-            self._pinged_at = now
-            self._pinging = self._loop.create_task(self._ping())
-        self._timer = self._loop.call_at(max(now, self._next_check()), self._check)
+        if now >= max(self.heard, self._pinged_at) + self._config.ping_interval:
+            if self._pinging is None:  # else the last ping is still waiting for its pong
+                self._pinging = self._loop.create_task(self._ping())
+            self._pinged_at = now  # the next ping is due an interval from now either way
+        self._timer = self._loop.call_at(self._next_check(), self._check)
 
     async def _ping(self) -> None:
         try:

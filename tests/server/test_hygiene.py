@@ -273,7 +273,7 @@ async def test_a_client_that_stops_reading_is_cut_off_and_the_rest_go_on(tmp_pat
 async def test_keepalive_pings_keep_a_live_client_and_drop_one_that_stopped_answering(
     tmp_path: Path,
 ) -> None:
-    config = dataclasses.replace(fast_config(tmp_path / "db"), ping_interval=0.2, ping_timeout=0.2)
+    config = dataclasses.replace(fast_config(tmp_path / "db"), ping_interval=0.2, ping_timeout=0.4)
     async with start_live_server(config) as live:
         assert live.server is not None
         awake = await WireClient.connect(live.url, "awake")
