@@ -59,7 +59,9 @@ class ServerConfig:
     """Bytes a connection may leave unread before it is cut off (a client that stops
     reading must not make the server hold its backlog)."""
     ping_interval: float = 20.0
+    """Seconds a connection may send nothing (since its last ping, too) before it is pinged."""
     ping_timeout: float = 20.0
+    """Seconds a ping waits for its pong before the connection is closed with 1011."""
     finished_linger: float = 300.0
     """Seconds a finished race stays in memory for late resumes and spectators."""
     par_budget: float = 2.0
