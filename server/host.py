@@ -3,12 +3,12 @@ and the ordered, journal-first way out.
 
 Everything a command causes goes into the race's outbox together with the journal write
 it needs; items leave in order, each once its records are committed, and each message is
-encoded once and handed to ``websockets.broadcast``. An item with nothing to wait for
-and nobody ahead of it leaves at once; the rest leave from the journal's callback when
-their transaction commits (no task, no extra trip through the event loop). So nothing
-about a command reaches anyone before the command is durable, messages of one race keep
-their order, and a slow client never holds the race up (``broadcast`` does not wait for
-a client to read).
+encoded and framed once and handed to :mod:`server.fanout`. An item with nothing to wait
+for and nobody ahead of it leaves at once; the rest leave from the journal's callback
+when their transaction commits (no task, no extra trip through the event loop). So
+nothing about a command reaches anyone before the command is durable, messages of one
+race keep their order, and a slow client never holds the race up (the fan-out never
+waits for a client to read).
 
 Commands in, events out, and nothing else crosses this object's edge: that is the seam
 where a later version can put Redis pub/sub between connection servers and race hosts.
