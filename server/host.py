@@ -97,10 +97,10 @@ class RaceHost:
         self._drained: asyncio.Future[None] | None = None
         self._presence_timer: asyncio.TimerHandle | None = None
         self._last_presence = float("-inf")
-        self._clock_timer: asyncio.TimerHandle | None = None
-        self._clock_due = float("inf")
-        """The deadline (server clock) the clock's timer is set for; a command with an
-        earlier deadline sets it again, the rest leave it (most moves do not move it)."""
+        self._loop = asyncio.get_running_loop()
+        """Kept: ``asyncio.get_running_loop()`` makes a ``getpid`` system call each time."""
+        self._clock_timers: dict[float, asyncio.TimerHandle] = {}
+        """The clock's timers, by the deadline (server clock) each is set for."""
         self._clock_stopped = False
         self._set_clock()
         self.par: RacePar | None = None
@@ -223,15 +223,14 @@ class RaceHost:
             return
         if self._presence_timer is not None:
             return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, self._last_presence + PRESENCE_INTERVAL - loop.time())
-        self._presence_timer = loop.call_later(delay, self._send_presence)
+        delay = max(0.0, self._last_presence + PRESENCE_INTERVAL - self._loop.time())
+        self._presence_timer = self._loop.call_later(delay, self._send_presence)
 
     def _send_presence(self) -> None:
         self._presence_timer = None
         if self.race.phase is not core.Phase.RUNNING:
             return  # the finish sends its own snapshot
-        self._last_presence = asyncio.get_running_loop().time()
+        self._last_presence = self._loop.time()
         now = self._clock()
         changed = core.RaceChanged(self.race.snapshot(now))
         self._post(_Outgoing(None, [core.Send(core.Audience.EVERYONE, changed)], now))
@@ -241,7 +240,7 @@ class RaceHost:
         nothing queued later is sent."""
         self._stop_clock()  # no more ticks: the race stands still from here
         if self._outbox and not self._closed:
-            self._drained = asyncio.get_running_loop().create_future()
+            self._drained = self._loop.create_future()
             await self._drained
         self._closed = True
 
@@ -260,21 +259,25 @@ class RaceHost:
         return session is not None and session.connection is not None
 
     def _set_clock(self) -> None:
-        """Set the clock's timer for the race's next deadline, if that is earlier than the
-        one it is set for. A plain loop timer, not a task waiting on an event: a move
-        that brings the next progress update forward costs one timer, not a task wake-up
-        and a new wait."""
-        deadline = self.race.next_deadline()
-        if self._clock_stopped or deadline is None or deadline >= self._clock_due:
-            return
-        if self._clock_timer is not None:
-            self._clock_timer.cancel()
-        self._clock_due = deadline
-        delay = max(0.0, deadline - self._clock())
-        self._clock_timer = asyncio.get_running_loop().call_later(delay, self._on_clock)
+        """Make sure a timer of the clock fires by the race's next deadline. A plain loop
+        timer, not a task waiting on an event: a move that brings the next progress
+        update forward costs one timer, not a task wake-up and a new wait.
 
-    def _on_clock(self) -> None:
-        self._clock_timer, self._clock_due = None, float("inf")
+        A timer set for a later deadline stays set (firing early costs a tick that finds
+        nothing to do): the time limit's timer is set once, not cancelled and set again
+        around every progress update. At most two are set at a time.
+        """
+        deadline = self.race.next_deadline()
+        timers = self._clock_timers
+        if self._clock_stopped or deadline is None or (timers and deadline >= min(timers)):
+            return
+        if len(timers) >= 2:
+            timers.pop(max(timers)).cancel()
+        delay = max(0.0, deadline - self._clock())
+        timers[deadline] = self._loop.call_later(delay, self._on_clock, deadline)
+
+    def _on_clock(self, deadline: float) -> None:
+        del self._clock_timers[deadline]
         if self.race.phase is core.Phase.FINISHED:
             return
         try:
@@ -284,9 +287,9 @@ class RaceHost:
 
     def _stop_clock(self) -> None:
         self._clock_stopped = True
-        if self._clock_timer is not None:
-            self._clock_timer.cancel()
-            self._clock_timer = None
+        for timer in self._clock_timers.values():
+            timer.cancel()
+        self._clock_timers.clear()
 
     def _post(self, item: _Outgoing) -> None:
         if self._closed and self._drained is None:
@@ -359,7 +362,7 @@ class RaceHost:
                 message = placed_message(self.race_id, event, item.reply_to)
                 if item.received_at is not None:
                     self._metrics.moves_total += 1
-                    latency = asyncio.get_running_loop().time() - item.received_at
+                    latency = self._loop.time() - item.received_at
                     self._metrics.move_latency.observe(latency)
             else:
                 message = event_message(self.race_id, event, item.now)

@@ -300,6 +300,8 @@ class Journal:
         resolve the future: the loop that would may be the one blocked."""
         self._hand_over_due = False
         """Whether the event loop will hand the gathered records over this iteration."""
+        self._known_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+        """The thread that last submitted from an event loop, and that loop."""
         self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         """Batches handed to the writer thread; ``None`` tells it to stop."""
         self._callbacks: dict[concurrent.futures.Future[None], list[Callable[[], None]]] = {}
@@ -327,9 +329,7 @@ class Journal:
     def _submit(
         self, records: tuple[Record, ...], at_once: bool
     ) -> concurrent.futures.Future[None]:
-        loop: asyncio.AbstractEventLoop | None = None
-        with contextlib.suppress(RuntimeError):  # RuntimeError: not in an event loop
-            loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         with self._lock:
             if self._closed:
                 raise RuntimeError("the journal is closed")
@@ -346,6 +346,20 @@ class Journal:
                 self._hand_over_due = True
                 loop.call_soon(self._hand_over)
             return done
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop running in this thread, if any: remembered for the thread,
+        since ``asyncio.get_running_loop()`` makes a ``getpid`` system call each time
+        (to notice a fork), and a move's submit was the server's most frequent caller."""
+        known = self._known_loop
+        if known is not None and known[0] == threading.get_ident() and known[1].is_running():
+            return known[1]
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not in an event loop
+            return None
+        self._known_loop = (threading.get_ident(), loop)
+        return loop
 
     def _hand_over(self) -> None:
         with self._lock:
