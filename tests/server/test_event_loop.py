@@ -1,15 +1,22 @@
 """``foursquare serve --loop``: asyncio's loop by default, uvloop when asked and installed,
-and a clear refusal when it is asked for but missing."""
+and a clear refusal when it is asked for but missing; and the collections the server's
+event loop runs itself."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
 import importlib.util
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from cli.main import main
+from server.app import CONNECTIONS_PER_MIDDLE_COLLECTION, YoungCollections
+from server.metrics import Metrics
 from tests.conftest import run_server_process
 from tests.server.wire_client import WireClient
 
@@ -62,3 +69,52 @@ async def test_the_server_runs_and_answers_on_the_chosen_loop(
         assert client.welcome.name == "ann"
         await client.connection.close()
         assert server.terminate() == 0
+
+
+@contextlib.contextmanager
+def collections_recorded() -> Iterator[list[int]]:
+    """The generations the collector collects meanwhile, in order; its own trigger is
+    turned off meanwhile, so only the event loop's collections show."""
+    collected: list[int] = []
+
+    def record(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            collected.append(info["generation"])
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10**6, 10**6, 10**6)
+    gc.callbacks.append(record)
+    try:
+        yield collected
+    finally:
+        gc.callbacks.remove(record)
+        gc.set_threshold(*thresholds)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait (at most ten seconds) for ``condition`` to hold."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")
+
+
+async def test_the_loop_collects_the_middle_generation_after_each_wave_of_connections() -> None:
+    metrics = Metrics()
+    with collections_recorded() as collected:
+        young = YoungCollections(asyncio.get_running_loop(), metrics)
+        try:
+            await until(lambda: len(collected) >= 3)
+            metrics.connections_total += CONNECTIONS_PER_MIDDLE_COLLECTION - 1
+            seen = len(collected)
+            await until(lambda: len(collected) >= seen + 3)
+            assert set(collected) == {0}, "only young collections before the wave is full"
+            metrics.connections_total += 1
+            await until(lambda: 1 in collected)
+            after = collected.index(1)
+            await until(lambda: len(collected) >= after + 4)
+            assert collected.count(1) == 1
+            assert set(collected[after + 1 :]) == {0}
+        finally:
+            young.stop()
