@@ -95,6 +95,13 @@ class RaceConnection(ServerConnection):
         super().__init__(*args, **kwargs)
         self._inbox = _Inbox()
 
+    @property
+    def splits_frames(self) -> bool:
+        """Whether this connection splits its incoming frames itself (see the module's
+        docstring); ``False`` until the first data after the handshake, and for good
+        once anything unusual came."""
+        return bool(self._inbox.splitting)
+
     def deliver_to(self, handler: Callable[[Message], None]) -> None:
         """Hand every message to ``handler`` from now on, starting with any held."""
         self._inbox.handler = handler
@@ -182,7 +189,9 @@ class RaceConnection(ServerConnection):
         one). A client that sent frames before the handshake's answer may have left it
         mid-frame; that connection's frames all go through the parser."""
         protocol = self.protocol
-        if protocol.reader.buffer or protocol.extensions or protocol.current_size is not None:
+        # websockets' internals: a version that does not have them keeps its parser.
+        buffered = getattr(getattr(protocol, "reader", None), "buffer", b"?")
+        if buffered or protocol.extensions or getattr(protocol, "current_size", 0) is not None:
             return False
         parser: Any = protocol.parser
         while getattr(parser, "gi_yieldfrom", None) is not None:

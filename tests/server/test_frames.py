@@ -31,6 +31,7 @@ from protocol import (
     decode_server,
     encode,
 )
+from server.connection import RaceConnection
 from tests.conftest import LiveServer
 from tests.server.wire_client import TIMEOUT
 
@@ -68,6 +69,13 @@ def stream() -> tuple[bytes, list[type[ServerMessage] | int]]:
         client_frame(BINARY, encode(Ping(id=3))),
     ]
     return b"".join(frames), [1, Error, 2, Error, Error, 3]
+
+
+def splitting(live_server: LiveServer) -> list[bool]:
+    """Whether each of the server's connections splits its frames itself."""
+    assert live_server.server is not None
+    connections = live_server.server.connections
+    return [c.splits_frames for c in connections if isinstance(c, RaceConnection)]
 
 
 async def hello(connection: ClientConnection, name: str) -> None:
@@ -109,6 +117,7 @@ async def test_frames_in_any_pieces_are_answered_once_each_in_order(
             await asyncio.sleep(0.002)  # a piece of its own, as far as the network goes
         assert await answers(connection, len(expected)) == expected
         assert connection.pongs == [b"still there?"]
+        assert splitting(live_server) == [True]
 
 
 async def test_many_frames_in_one_piece_are_answered_in_order(live_server: LiveServer) -> None:
@@ -117,6 +126,7 @@ async def test_many_frames_in_one_piece_are_answered_in_order(live_server: LiveS
         await hello(connection, "together")
         connection.transport.write(data * 3)
         assert await answers(connection, 3 * len(expected)) == expected * 3
+        assert splitting(live_server) == [True]
 
 
 @pytest.mark.parametrize(
@@ -166,6 +176,7 @@ async def test_frames_sent_before_the_handshake_answer_are_answered(
     pong = decode_server(await asyncio.wait_for(client.recv(), TIMEOUT))
     assert isinstance(welcome, Welcome)
     assert isinstance(pong, Pong) and pong.reply_to == 2
+    assert splitting(live_server) == [False]  # its frames all went through the parser
     await client.send(encode(Ping(id=3)))  # and what follows is read as well
     pong = decode_server(await asyncio.wait_for(client.recv(), TIMEOUT))
     assert isinstance(pong, Pong) and pong.reply_to == 3
