@@ -129,6 +129,8 @@ class RaceHost:
         self._pending_records = []
         if self.race.revision != revision and not isinstance(command, core.Tick):
             records.append(CommandRecord(self.race_id, command, now))
+            if isinstance(command, core.Join):
+                self._metrics.seats_total += 1
         for send in sends:
             if isinstance(send.event, core.Started) and isinstance(command, core.Tick):
                 records.append(CommandRecord(self.race_id, core.Start(), send.event.started_at))

@@ -43,6 +43,7 @@ class Metrics:
     def __init__(self) -> None:
         self.connections_total = 0
         self.moves_total = 0
+        self.seats_total = 0
         self.errors: Counter[str] = Counter()
         self.move_latency = Histogram()
         self.open_connections: Callable[[], int] = lambda: 0
@@ -62,6 +63,9 @@ class Metrics:
         ]
         out += [f'foursquare_races{{phase="{p}"}} {n}' for p, n in self.races_by_phase().items()]
         out += [
+            "# HELP foursquare_seats_total Racers seated in races (joins accepted).",
+            "# TYPE foursquare_seats_total counter",
+            f"foursquare_seats_total {self.seats_total}",
             "# HELP foursquare_moves_total Moves accepted.",
             "# TYPE foursquare_moves_total counter",
             f"foursquare_moves_total {self.moves_total}",

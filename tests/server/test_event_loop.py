@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from server.app import CONNECTIONS_PER_MIDDLE_COLLECTION, YoungCollections
+from server.app import ARRIVALS_PER_MIDDLE_COLLECTION, YoungCollections
 from server.metrics import Metrics
 from tests.conftest import run_server_process
 from tests.server.wire_client import WireClient
@@ -100,17 +100,20 @@ async def until(condition: Callable[[], bool]) -> None:
     raise AssertionError("the condition never held")
 
 
-async def test_the_loop_collects_the_middle_generation_after_each_wave_of_connections() -> None:
+@pytest.mark.parametrize("arrival", ["connections_total", "seats_total"])
+async def test_the_loop_collects_the_middle_generation_after_each_wave_of_arrivals(
+    arrival: str,
+) -> None:
     metrics = Metrics()
     with collections_recorded() as collected:
         young = YoungCollections(asyncio.get_running_loop(), metrics)
         try:
             await until(lambda: len(collected) >= 3)
-            metrics.connections_total += CONNECTIONS_PER_MIDDLE_COLLECTION - 1
+            setattr(metrics, arrival, ARRIVALS_PER_MIDDLE_COLLECTION - 1)
             seen = len(collected)
             await until(lambda: len(collected) >= seen + 3)
             assert set(collected) == {0}, "only young collections before the wave is full"
-            metrics.connections_total += 1
+            setattr(metrics, arrival, ARRIVALS_PER_MIDDLE_COLLECTION)
             await until(lambda: 1 in collected)
             after = collected.index(1)
             await until(lambda: len(collected) >= after + 4)

@@ -71,6 +71,7 @@ async def test_healthz_and_metrics_answer_over_plain_http(live_server: LiveServe
     lines = set(metrics.splitlines())
     assert "foursquare_connections 2" in lines
     assert 'foursquare_races{phase="running"} 1' in lines
+    assert "foursquare_seats_total 2" in lines
     assert "foursquare_moves_total 1" in lines
     assert 'foursquare_errors_total{code="illegal_move"} 1' in lines
     assert "foursquare_move_latency_seconds_count 1" in lines
