@@ -58,6 +58,8 @@ MAX_FRAGMENTS = 64
 _FINAL_BINARY = 0x80 | Opcode.BINARY.value
 #: The mask bit of the second byte, set on every client frame.
 _MASKED = 0x80
+#: What splitting reads of ``websockets``' protocol object besides its public API.
+_PARSER_STATE = ("reader", "parser", "current_size", "max_message_size", "extensions")
 
 
 class _Inbox:
@@ -188,12 +190,15 @@ class RaceConnection(ServerConnection):
         nothing buffered: only then may frames bypass it (it must never see half of
         one). A client that sent frames before the handshake's answer may have left it
         mid-frame; that connection's frames all go through the parser."""
-        protocol = self.protocol
-        # websockets' internals: a version that does not have them keeps its parser.
-        buffered = getattr(getattr(protocol, "reader", None), "buffer", b"?")
-        if buffered or protocol.extensions or getattr(protocol, "current_size", 0) is not None:
+        protocol: Any = self.protocol
+        # These are websockets' internals: a version without them keeps its parser.
+        if not all(hasattr(protocol, name) for name in _PARSER_STATE) or not hasattr(
+            protocol.reader, "buffer"
+        ):
             return False
-        parser: Any = protocol.parser
+        if protocol.reader.buffer or protocol.extensions or protocol.current_size is not None:
+            return False
+        parser = protocol.parser
         while getattr(parser, "gi_yieldfrom", None) is not None:
             parser = parser.gi_yieldfrom
         return getattr(getattr(parser, "gi_code", None), "co_name", None) == "at_eof"
