@@ -82,7 +82,7 @@ class _Inbox:
         self.splitting: bool | None = None
         """Whether this connection splits incoming frames itself (``None`` until the
         first data after the handshake decides)."""
-        self.partial = b""
+        self.partial: bytearray | None = None
         """The start of a frame whose end has not arrived yet (when splitting)."""
 
 
@@ -139,51 +139,62 @@ class RaceConnection(ServerConnection):
         if not inbox.splitting:
             super().data_received(data)
             return
-        if inbox.partial:
-            data, inbox.partial = inbox.partial + data, b""
+        buffer: bytes | bytearray = data
+        if inbox.partial is not None:
+            inbox.partial += data
+            buffer, inbox.partial = inbox.partial, None
         limit = self.protocol.max_message_size
-        end = len(data)
+        end = len(buffer)
         start = 0
         while start < end:
             if end - start < 2:
-                inbox.partial = data[start:]
+                self._keep(buffer, start)
                 return
-            second = data[start + 1]
+            second = buffer[start + 1]
             size = second & 0x7F
             header = 2
             if size == 126:
                 header = 4
-                size = int.from_bytes(data[start + 2 : start + 4], "big")
+                size = int.from_bytes(buffer[start + 2 : start + 4], "big")
             elif size == 127:
                 header = 10
-                size = int.from_bytes(data[start + 2 : start + 10], "big")
+                size = int.from_bytes(buffer[start + 2 : start + 10], "big")
             if end - start < header:
-                inbox.partial = data[start:]
+                self._keep(buffer, start)
                 return
             if limit is not None and size > limit:
                 # Not buffered here: websockets' parser takes over, and refuses it (1009).
-                self._stop_splitting(data[start:])
+                self._stop_splitting(bytes(buffer[start:]))
                 return
             payload_at = start + header + (4 if second & _MASKED else 0)
             frame_end = payload_at + size
             if frame_end > end:
-                inbox.partial = data[start:]
+                self._keep(buffer, start)
                 return
             protocol = self.protocol
             if (
-                data[start] == _FINAL_BINARY
+                buffer[start] == _FINAL_BINARY
                 and second & _MASKED
                 and protocol.state is State.OPEN
                 and protocol.current_size is None
             ):
-                mask = data[payload_at - 4 : payload_at]
-                self._deliver(apply_mask(data[payload_at:frame_end], mask))
+                mask = buffer[payload_at - 4 : payload_at]
+                self._deliver(apply_mask(buffer[payload_at:frame_end], mask))
             else:
-                super().data_received(data[start:frame_end])  # one whole frame
+                super().data_received(bytes(buffer[start:frame_end]))  # one whole frame
                 if protocol.state is not State.OPEN:
-                    self._stop_splitting(data[frame_end:])
+                    self._stop_splitting(bytes(buffer[frame_end:]))
                     return
             start = frame_end
+
+    def _keep(self, buffer: bytes | bytearray, start: int) -> None:
+        """Keep ``buffer`` from ``start`` on (the beginning of a frame) for the next read:
+        the same buffer when it is all of it, so a frame that comes a byte at a time
+        costs time in proportion to its size, not to its size squared."""
+        if start == 0 and isinstance(buffer, bytearray):
+            self._inbox.partial = buffer
+        else:
+            self._inbox.partial = bytearray(memoryview(buffer)[start:])
 
     def _at_frame_boundary(self) -> bool:
         """Whether ``websockets``' parser is waiting for the first byte of a frame with
