@@ -143,7 +143,8 @@ class RaceConnection(ServerConnection):
         if inbox.partial is not None:
             inbox.partial += data
             buffer, inbox.partial = inbox.partial, None
-        limit = self.protocol.max_message_size
+        protocol = self.protocol
+        limit = protocol.max_message_size
         end = len(buffer)
         start = 0
         while start < end:
@@ -171,7 +172,6 @@ class RaceConnection(ServerConnection):
             if frame_end > end:
                 self._keep(buffer, start)
                 return
-            protocol = self.protocol
             if (
                 buffer[start] == _FINAL_BINARY
                 and second & _MASKED
