@@ -58,6 +58,8 @@ class LobbyScreen(Screen[None]):
         super().__init__()
         self.player = name
         self.races: list[RaceSummary] = []
+        self._table_ready = False
+        """Whether the races table has its columns (once mounted): it shows races then."""
 
     def compose(self) -> ComposeResult:
         """Actions on the left, open races on the right."""
@@ -88,14 +90,20 @@ class LobbyScreen(Screen[None]):
         """Set up the races table and ask for the list."""
         table = self.query_one("#races", DataTable)
         table.add_columns("code", "racers", "rules", "time limit")
+        self._table_ready = True
+        self._fill_table()  # with a list that came before the screen was mounted, if any
         self.action_refresh_races()
 
     def show_races(self, races: list[RaceSummary]) -> None:
-        """Fill the table of open public races."""
+        """Show these open public races (the table shows them once the screen is mounted)."""
         self.races = races
+        if self._table_ready:
+            self._fill_table()
+
+    def _fill_table(self) -> None:
         table = self.query_one("#races", DataTable)
         table.clear()
-        for race in races:
+        for race in self.races:
             limit = f"{race.time_limit // 60} min" if race.time_limit else "none"
             table.add_row(
                 race.race, f"{race.racers}/{race.max_racers}", race.ruleset.notation(), limit,

@@ -6,6 +6,9 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
+from textual.app import App
+from textual.widgets import DataTable
+
 from client.bot_runner import Bot
 from client.bots import get_strategy
 from client.connection import Connection
@@ -15,12 +18,15 @@ from client.screens.lobby import LobbyScreen
 from client.screens.network_race import NetworkRaceScreen
 from client.screens.results import ResultsScreen
 from client.screens.waiting import WaitingScreen
+from engine import Ruleset
 from protocol import (
     CreateRace,
     JoinRace,
     RaceOptions,
     RacerInfo,
     RaceSnapshot,
+    RaceState,
+    RaceSummary,
     Role,
     ServerMessage,
 )
@@ -186,3 +192,21 @@ async def test_the_lobby_lists_open_races_and_joins_the_one_selected(
         await pilot.press("ctrl+x")
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
     assert (await waiting_bot).standing is not None
+
+
+async def test_races_listed_before_the_lobby_is_mounted_are_shown_once_it_is() -> None:
+    # The app may hand the lobby a race list before the screen has mounted its table.
+    lobby = LobbyScreen("ann")
+    lobby.show_races([
+        RaceSummary(race="ABCD", state=RaceState.LOBBY, racers=1, max_racers=4,
+                    min_racers=2, time_limit=600, ruleset=Ruleset(), spectators=True,
+                    fog=False),
+    ])
+    app: App[None] = App()
+    async with app.run_test() as pilot:
+        await app.push_screen(lobby)
+        await pilot.pause()
+        table = lobby.query_one("#races", DataTable)
+        assert [str(cell) for cell in table.get_row("ABCD")] == [
+            "ABCD", "1/4", Ruleset().notation(), "10 min"
+        ]
