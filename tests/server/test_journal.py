@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,6 +137,53 @@ async def test_writes_from_the_event_loop_are_grouped_into_few_transactions(
     assert journal.batches_committed < 300
     recovered = Journal.load(journal.path)
     assert len(recovered.races[0].commands) == 300
+
+
+async def test_the_event_loop_commits_what_it_submitted_itself(journal: Journal) -> None:
+    await journal.write(RaceOpened("r5", "s", OPTIONS, None, 0.0))
+    await asyncio.gather(
+        *(journal.write(CommandRecord("r5", Place("p", n, (0, 0)), float(n))) for n in (1, 2))
+    )
+    assert (journal.loop_commits, journal.batches_committed) == (2, 2)
+    (stored,) = Journal.load(journal.path).races
+    assert [r.command for r in stored.commands] == [Place("p", n, (0, 0)) for n in (1, 2)]
+
+
+async def test_with_full_sync_the_writer_thread_commits_everything(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.db", sync=Sync.FULL)
+    try:
+        await journal.write(RaceOpened("r6", "s", OPTIONS, None, 0.0))
+        assert (journal.loop_commits, journal.batches_committed) == (0, 1)
+    finally:
+        journal.close()
+
+
+async def test_a_locked_journal_sends_the_loops_records_to_the_writer_in_order(
+    journal: Journal,
+) -> None:
+    await journal.write(RaceOpened("r7", "s", OPTIONS, None, 0.0))
+    # Another connection holds the write lock, as a RESTART checkpoint does.
+    holder = sqlite3.connect(journal.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    first = journal.submit(CommandRecord("r7", Place("p", 1, (0, 0)), 1.0))
+    started = time.monotonic()
+    for _ in range(3):
+        await asyncio.sleep(0)  # the hand-over: the loop's commit fails, the writer waits
+    # The loop ran on: it did not wait out the lock (the writer waits up to 5 s).
+    assert time.monotonic() - started < 2.5
+    # The writer's busy handler now sleeps tens of milliseconds between its tries, so
+    # for a while after the lock is released its transaction is still pending, and the
+    # loop's next records go behind it, though nothing locks them out any more.
+    await asyncio.sleep(0.2)
+    holder.execute("COMMIT")
+    second = journal.submit(CommandRecord("r7", Place("p", 2, (0, 0)), 2.0))
+    await asyncio.gather(journal.wait(first), journal.wait(second))
+    holder.close()
+    assert journal.loop_commits == 1  # only the race's opening
+    await journal.write(CommandRecord("r7", Place("p", 3, (0, 0)), 3.0))
+    assert journal.loop_commits == 2  # the writer is idle again: the loop commits
+    (stored,) = Journal.load(journal.path).races
+    assert [r.command for r in stored.commands] == [Place("p", n, (0, 0)) for n in (1, 2, 3)]
 
 
 def test_a_failed_write_is_reported_and_the_journal_keeps_working(journal: Journal) -> None:
