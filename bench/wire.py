@@ -180,6 +180,9 @@ class WireClient(asyncio.Protocol):
         if headers.get("sec-websocket-extensions"):
             self._fail("the server chose an extension that was not offered")
             return False
+        if self.handshake.done():  # whoever waited gave up (its timeout): nobody owns this
+            self._fail("the handshake answer came after the wait for it ended")
+            return False
         self.upgraded = True
         self.handshake.set_result(None)
         return True

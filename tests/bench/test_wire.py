@@ -99,6 +99,23 @@ async def test_a_refused_upgrade_fails_the_connect() -> None:
             await connect(url, timeout=5)
 
 
+async def test_an_upgrade_answered_after_the_timeout_is_dropped_quietly() -> None:
+    answered = asyncio.Event()
+
+    async def answer_late(connection: ServerConnection, request: Any) -> None:
+        await asyncio.sleep(0.3)
+        answered.set()
+
+    errors: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
+    async with server(echo, process_request=answer_late) as url:
+        with pytest.raises(TimeoutError):
+            await connect(url, timeout=0.05)
+        await answered.wait()
+        await asyncio.sleep(0.2)  # the answer reaches a client nobody waits for any more
+    assert errors == []
+
+
 class Recorder(asyncio.Transport):
     """A transport that keeps what is written to it."""
 
