@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from protocol import Role
 from server.journal import (
+    _SCHEMA,
     CommandRecord,
     Journal,
     PlayerRecord,
@@ -248,7 +250,48 @@ def test_a_version_1_journal_is_migrated_and_its_players_stay_players(tmp_path: 
     roles = {p.player_id: p.role for p in Journal.load(path).players}
     assert roles == {"p1": Role.PLAYER, "w1": Role.SPECTATOR}
     with sqlite3.connect(path) as connection:
-        assert connection.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert connection.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    connection.close()
+
+
+def test_a_version_2_journal_loses_autoincrement_and_keeps_its_commands_in_order(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v2.db"
+    version_2 = _SCHEMA.replace(
+        "seq INTEGER PRIMARY KEY,", "seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    )
+    assert version_2 != _SCHEMA
+    with sqlite3.connect(path) as connection:
+        connection.executescript(version_2 + "INSERT INTO schema_version VALUES (2);")
+        connection.execute(
+            "INSERT INTO races VALUES ('r8', NULL, 's', ?, NULL, 0.0, NULL)",
+            (json.dumps(OPTIONS.to_dict()),),
+        )
+        for n in (1, 2):  # seq 10 and 20: the rows keep their own
+            connection.execute(
+                "INSERT INTO race_commands VALUES (?, 'r8', ?, ?)",
+                (10 * n, command_to_json(Place("p", n, (0, 0))), float(n)),
+            )
+    connection.close()
+    journal = Journal(path)
+    journal.write_now(CommandRecord("r8", Place("p", 3, (0, 0)), 3.0))
+    journal.close()
+    (stored,) = Journal.load(path).races
+    assert [r.command for r in stored.commands] == [Place("p", n, (0, 0)) for n in (1, 2, 3)]
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        (sql,) = connection.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'race_commands'"
+        ).fetchone()
+        assert "AUTOINCREMENT" not in sql
+        assert connection.execute("SELECT seq FROM race_commands").fetchall() == [
+            (10,), (20,), (21,)
+        ]
+        indexes = connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'race_commands'"
+        ).fetchall()
+        assert indexes == [("race_commands_by_race",)]
     connection.close()
 
 
