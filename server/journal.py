@@ -421,7 +421,9 @@ class Journal:
             _write_transaction(connection, self._gathering)
         except sqlite3.Error:  # locked, or worse: the writer tries again, and reports it
             if connection is not None and connection.in_transaction:
-                connection.execute("ROLLBACK")
+                # Never raise from here: the records must still reach the writer.
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
             return None
         self.batches_committed += 1
         self.records_committed += len(self._gathering)

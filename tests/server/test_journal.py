@@ -198,6 +198,23 @@ def test_a_failed_write_is_reported_and_the_journal_keeps_working(journal: Journ
     assert stored == StoredRace(RaceOpened("r4", "s", OPTIONS, None, 0.0), (joined,))
 
 
+async def test_a_write_that_fails_in_the_loop_is_reported_and_nothing_of_it_stays(
+    journal: Journal,
+) -> None:
+    await journal.write(RaceOpened("r9", "s", OPTIONS, None, 0.0))
+    # The loop's transaction fails after its first insert and is rolled back; the writer
+    # tries again, fails the same way, and says so.
+    with pytest.raises(sqlite3.IntegrityError):
+        await journal.write(
+            CommandRecord("r9", Join("p", "p", False), 1.0),
+            RaceOpened("r9", "s", OPTIONS, None, 0.0),
+        )
+    await journal.write(CommandRecord("r9", Join("q", "q", False), 2.0))
+    assert journal.loop_commits == 2  # the loop commits again once the writer is idle
+    (stored,) = Journal.load(journal.path).races
+    assert [r.command for r in stored.commands] == [Join("q", "q", False)]
+
+
 def test_a_closed_journal_refuses_writes(journal: Journal) -> None:
     journal.close()
     with pytest.raises(RuntimeError):
