@@ -394,23 +394,19 @@ class Journal:
         commit fails, the writer thread takes the records, as it does with ``FULL``.
         """
         with self._lock:
-            committed = self._commit_in_loop()
-            if committed is None:
-                self._hand_over_locked()
-        if committed is not None:  # outside the lock: the callbacks may submit again
-            self._settle(committed, None)
+            batch = self._take_gathered()
+            if batch is None:
+                return  # handed over already (by a blocking write in the same iteration)
+            committed = self._commit_in_loop(batch)
+            if not committed:
+                self._send_to_writer(batch)
+        if committed:  # outside the lock: the callbacks may submit again
+            self._settle(batch.done, None)
 
-    def _commit_in_loop(self) -> concurrent.futures.Future[None] | None:
-        """Commit the gathered records on the loop's connection, if it may and can; the
-        future of those records if it did."""
-        done = self._gathered
-        if (
-            done is None
-            or not self._commits_in_loop
-            or self._in_flight
-            or self._gathered_blocking
-        ):
-            return None
+    def _commit_in_loop(self, batch: _Batch) -> bool:
+        """Commit ``batch`` on the loop's connection, if it may and can; whether it did."""
+        if not self._commits_in_loop or self._in_flight or batch.blocking:
+            return False
         connection = self._loop_connection
         try:
             if connection is None:
@@ -418,30 +414,38 @@ class Journal:
                 connection = self._loop_connection = _connect(
                     self.path, self.sync, checkpoints=False, busy_timeout=0, same_thread=False
                 )
-            _write_transaction(connection, self._gathering)
+            _write_transaction(connection, batch.records)
         except sqlite3.Error:  # locked, or worse: the writer tries again, and reports it
             if connection is not None and connection.in_transaction:
                 # Never raise from here: the records must still reach the writer.
                 with contextlib.suppress(sqlite3.Error):
                     connection.execute("ROLLBACK")
-            return None
+            return False
         self.batches_committed += 1
-        self.records_committed += len(self._gathering)
+        self.records_committed += len(batch.records)
         self.loop_commits += 1
-        self._hand_over_due = False
-        self._gathering, self._gathered, self._gathered_loop = [], None, None
-        return done
+        return True
 
     def _hand_over_locked(self) -> None:
+        batch = self._take_gathered()
+        if batch is not None:
+            self._send_to_writer(batch)
+
+    def _take_gathered(self) -> _Batch | None:
+        """The records gathered for the next transaction, as one batch (``None`` if there
+        are none), and a fresh start for the next."""
         self._hand_over_due = False
         if self._gathered is None:
-            return  # handed over already (by a blocking write in the same iteration)
-        self._in_flight += 1
-        self._queue.put(
-            _Batch(self._gathering, self._gathered, self._gathered_loop, self._gathered_blocking)
-        )
+            return None
+        batch = _Batch(self._gathering, self._gathered, self._gathered_loop,
+                       self._gathered_blocking)
         self._gathering, self._gathered = [], None
         self._gathered_loop, self._gathered_blocking = None, False
+        return batch
+
+    def _send_to_writer(self, batch: _Batch) -> None:
+        self._in_flight += 1
+        self._queue.put(batch)
 
     def when_committed(
         self, done: concurrent.futures.Future[None], callback: Callable[[], None]
