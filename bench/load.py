@@ -18,8 +18,9 @@ Racers are real websocket clients in races of ``--race-size``: they create or jo
 private race, place a legal move (a greedy choice that keeps few cards face down) after
 a think time drawn uniformly from 0.5x to 1.5x ``--think``, and start a new race when
 theirs finishes. Spectators watch those races. Against the echo server the same
-connections send the same ``place`` frames at the same pace; each frame comes back to
-its sender and is broadcast to the rest of its group, as progress is.
+connections send the same ``place`` frames at the same pace, each move chosen the same way
+on a game the racer plays on its own (:class:`LocalGame`); each frame comes back to its
+sender and is broadcast to the rest of its group, as progress is.
 
 Measured: move round trip (``place`` sent -> next ``card``, or ``placed`` when the move
 ends the game; against echo: -> the echo), moves per second, errors, the target's CPU
@@ -71,6 +72,7 @@ import msgpack
 from bench.wire import Closed, HandshakeFailed, WireClient, connect
 from cli.server_commands import LOOPS, event_loop_factory
 from engine.board import Board
+from engine.cards import deal_ids
 from protocol import (
     CreateRace,
     Hello,
@@ -183,6 +185,53 @@ def quiet_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.disable()
+
+
+def greedy_target(
+    board: Board, rank: int, targets: Sequence[Sequence[int]], rng: random.Random
+) -> tuple[int, int]:
+    """Where a racer puts a card of ``rank``: the target (a ``(row, col)``) that leaves the
+    fewest cards face down, then the most piles; ties broken at random. Racers against
+    both targets choose this way, so the generator does the same work per move for each."""
+    best: tuple[tuple[bool, int, int, float], tuple[int, int]] | None = None
+    for row, col in targets:
+        token = board.place(board.cell((row, col)), rank)
+        key = (board.face_down > board.limit, board.face_down, -board.piles, rng.random())
+        board.undo(token)
+        if best is None or key < best[0]:
+            best = (key, (row, col))
+    assert best is not None, "a card always has a target while the game goes on"
+    return best[1]
+
+
+class LocalGame:
+    """A game an echo racer plays on its own (the echo server knows no rules), so that
+    it chooses each move as a server racer does, on a real position: a board and the
+    stock dealt from a seed, dealt again from the next seed when the game is over."""
+
+    def __init__(self, seed: str) -> None:
+        self._seed, self._deals = seed, 0
+        self._new_game()
+
+    def _new_game(self) -> None:
+        self.board = Board()
+        self._stock = deal_ids(f"{self._seed}-{self._deals}")
+        self._deals += 1
+        self._drawn = 0
+
+    def choose(self, rng: random.Random) -> tuple[int, int]:
+        """Where the card in hand goes (by :func:`greedy_target`)."""
+        board = self.board
+        targets = [board.position(cell) for cell in board.targets()]
+        return greedy_target(board, self._stock[self._drawn] % 10 + 1, targets, rng)
+
+    def play(self, position: tuple[int, int]) -> None:
+        """Place the card in hand at ``position`` (as chosen), and draw the next."""
+        board = self.board
+        board.place(board.cell(position), self._stock[self._drawn] % 10 + 1)
+        self._drawn += 1
+        if board.lost() or board.won() or self._drawn == len(self._stock):
+            self._new_game()
 
 
 class Group:
@@ -418,16 +467,7 @@ class Generator:
                             else delay)
         if self.stop.is_set():
             return
-        rank = card["card"] % 10 + 1
-        best: tuple[tuple[bool, int, int, float], list[int]] | None = None
-        for row, col in card["targets"]:
-            token = board.place(board.cell((row, col)), rank)
-            key = (board.face_down > board.limit, board.face_down, -board.piles, rng.random())
-            board.undo(token)
-            if best is None or key < best[0]:
-                best = (key, [row, col])
-        assert best is not None
-        row, col = best[1]
+        row, col = greedy_target(board, card["card"] % 10 + 1, card["targets"], rng)
         move = card["move"]
         self.sent[(race_id, you, move)] = time.perf_counter()
         with contextlib.suppress(Closed):
@@ -487,14 +527,18 @@ class Generator:
         # The last frame this racer sent: it names the seat and move, so the echo of it is
         # the only frame equal to it, and is recognised without decoding.
         mine = b""
+        game = LocalGame(f"{self.settings.seed}-{group.index}-{seat}")
+        chosen = (0, 0)
 
         async def place_next() -> None:
-            nonlocal move, waiting_since, mine
+            nonlocal move, waiting_since, mine, chosen
             await asyncio.sleep(self.settings.think * rng.uniform(0.5, 1.5))
             if self.stop.is_set():
                 return
             move = move % 40 + 1
-            mine = encode(Place(race=group_code(group), move=move, row=0, col=0, id=seat))
+            chosen = game.choose(rng)
+            mine = encode(Place(race=group_code(group), move=move, row=chosen[0],
+                                col=chosen[1], id=seat))
             waiting_since = self.sent[(race_id, you, move)] = time.perf_counter()
             with contextlib.suppress(Closed):
                 await ws.send(mine)
@@ -508,6 +552,7 @@ class Generator:
                         self.stats.rtt.append(now - waiting_since)
                         self.stats.moves += 1
                     waiting_since = None
+                    game.play(chosen)  # as a server racer does once its move is placed
                     task = asyncio.create_task(place_next())
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
@@ -1160,7 +1205,9 @@ library, compression off, each frame echoed to its sender and broadcast to its g
 target runs alone, pinned to CPU 0; the load generator runs on CPU 1; all three run on the
 event loop `--loop` names (asyncio's own, or uvloop). Racers are real websocket clients in
 private races, placing greedy legal moves after a think time; spectators watch the same
-races. The generator's clients speak RFC 6455 through a lean asyncio protocol
+races. Against the echo, each racer plays a game of its own (the echo knows no rules) and
+chooses its moves the same way, so the generator does the same work per move for both.
+The generator's clients speak RFC 6455 through a lean asyncio protocol
 (`bench/wire.py`) and read only what they need, by the same rule against both targets: a
 frame's type is read from its bytes, racers decode their own `card` and `placed`, and only
 a sample of at most 100 racers, and every spectator, decode progress to time it. Move RTT

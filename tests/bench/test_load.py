@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import random
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from bench.load import (
     PROGRESS_SAMPLE,
     Generator,
+    LocalGame,
     Settings,
     frame_type,
     names_race,
@@ -21,6 +23,7 @@ from bench.load import (
     target_command,
     unavailable,
 )
+from engine import Game, Status
 from protocol import encode, encode_wire
 from protocol.examples import EXAMPLES
 
@@ -83,6 +86,22 @@ def test_a_loop_that_is_not_installed_is_a_reason_not_to_run(
         reason = unavailable(target, "uvloop")
         assert reason is not None and "not installed" in reason
     assert unavailable("echo", "asyncio") is None
+
+
+def test_an_echo_racer_plays_legal_moves_and_deals_again_when_its_game_is_over() -> None:
+    # Echo racers choose their moves as server racers do, on real games, so the generator
+    # works as hard against the floor as against the server; the engine judges the moves.
+    local, rng = LocalGame("s"), random.Random(1)
+    deals = 0
+    while deals < 3:
+        engine_game = Game.new(f"s-{deals}")
+        while engine_game.status is Status.PLAYING:
+            position = local.choose(rng)
+            assert position in engine_game.legal_moves()
+            engine_game.play(position)
+            local.play(position)
+        deals += 1
+        assert local.board.piles == 0  # the next deal starts on an empty board
 
 
 @pytest.mark.parametrize("loop", LOOPS)
