@@ -16,6 +16,7 @@ from bench.load import (
     LocalGame,
     Settings,
     frame_type,
+    goals,
     names_race,
     run_target,
     summary,
@@ -102,6 +103,22 @@ def test_an_echo_racer_plays_legal_moves_and_deals_again_when_its_game_is_over()
             local.play(position)
         deals += 1
         assert local.board.piles == 0  # the next deal starts on an empty board
+
+
+def test_the_floor_is_measured_twice_around_the_server_and_compared_on_average() -> None:
+    name, runs, check = goals(Settings())[0]
+    assert "echo floor" in name
+    assert [target for target, _ in runs] == ["server", "echo", "echo", "server"]
+    assert len({settings for _, settings in runs}) == 2  # two runs of each, not one reused
+
+    def run(p99: float, errors: int = 0) -> dict[str, object]:
+        return {"rtt_ms": {"p99": p99}, "errors": errors}
+
+    text, ok = check({"server": [run(1.6), run(2.0)], "echo": [run(0.8), run(1.0)]})
+    assert ok is True and "1.8 vs 0.9 ms = 2.0x" in text
+    assert check({"server": [run(1.6), run(2.6)], "echo": [run(0.8), run(1.0)]})[1] is False
+    assert check({"server": [run(1.6, errors=1), run(2.0)],
+                  "echo": [run(0.8), run(1.0)]})[1] is False
 
 
 @pytest.mark.parametrize("loop", LOOPS)
