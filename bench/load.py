@@ -1121,10 +1121,13 @@ def goals(base: Settings) -> list[tuple[str, list[tuple[str, Settings]], Any]]:
     # journal, set the pace. At 1,000, each gets under 10 a second.
     flat_out = replace(base, racers=1000, race_size=4, think=0.0, spectators=0)
 
-    # The floor is measured twice, in the order server, echo, echo, server: this machine's
-    # speed drifts from one minute to the next (the same code took 0.37-0.55 ms of CPU a
-    # move at 1,000 racers within an hour), and a drift during the four runs then weighs
-    # on both targets alike instead of on one.
+    # The floor is measured twice, in the order server, echo, echo, server, and each
+    # target judged by its best run. This machine's speed drifts from one minute to the
+    # next (the same code took 0.37-0.55 ms of CPU a move at 1,000 racers within an hour),
+    # and a slow minute lengthens a run's p99: the floor's ranged from 0.6 to 2.1 ms in
+    # one session. One run of each put the ratio anywhere from 2.5x to 3.8x, and an
+    # average of two lets one disturbed run decide the verdict; the best run of each is
+    # the one the machine disturbed least, for either target alike.
     thousand_again = replace(thousand, seed=thousand.seed + 1)
 
     def floor_ratio(r: dict[str, list[dict[str, Any]]]) -> tuple[str, bool | None]:
@@ -1132,13 +1135,13 @@ def goals(base: Settings) -> list[tuple[str, list[tuple[str, Settings]], Any]]:
         echoes = [p99 for run in r["echo"] if (p99 := _p99(run))]
         if len(servers) < len(r["server"]) or len(echoes) < len(r["echo"]):
             return "no samples", None
-        server, echo = sum(servers) / len(servers), sum(echoes) / len(echoes)
+        server, echo = min(servers), min(echoes)
         errors = sum(run["errors"] for run in r["server"])
         ratio = server / echo
         return (f"p99 {' and '.join(f'{p99:,.1f}' for p99 in servers)} ms vs echo "
                 f"{' and '.join(f'{p99:,.1f}' for p99 in echoes)} ms (run in the order "
-                f"server, echo, echo, server): {server:,.1f} vs {echo:,.1f} ms = "
-                f"{ratio:.1f}x, {errors} errors"), ratio <= 2 and errors == 0
+                f"server, echo, echo, server); best of each: {server:,.1f} vs {echo:,.1f} ms "
+                f"= {ratio:.1f}x, {errors} errors"), ratio <= 2 and errors == 0
 
     def crowd_p99(r: dict[str, list[dict[str, Any]]]) -> tuple[str, bool | None]:
         run = r["server"][0]

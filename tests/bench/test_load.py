@@ -105,7 +105,7 @@ def test_an_echo_racer_plays_legal_moves_and_deals_again_when_its_game_is_over()
         assert local.board.piles == 0  # the next deal starts on an empty board
 
 
-def test_the_floor_is_measured_twice_around_the_server_and_compared_on_average() -> None:
+def test_the_floor_is_measured_twice_around_the_server_and_each_judged_by_its_best_run() -> None:
     name, runs, check = goals(Settings())[0]
     assert "echo floor" in name
     assert [target for target, _ in runs] == ["server", "echo", "echo", "server"]
@@ -114,9 +114,10 @@ def test_the_floor_is_measured_twice_around_the_server_and_compared_on_average()
     def run(p99: float, errors: int = 0) -> dict[str, object]:
         return {"rtt_ms": {"p99": p99}, "errors": errors}
 
-    text, ok = check({"server": [run(1.6), run(2.0)], "echo": [run(0.8), run(1.0)]})
-    assert ok is True and "1.8 vs 0.9 ms = 2.0x" in text
-    assert check({"server": [run(1.6), run(2.6)], "echo": [run(0.8), run(1.0)]})[1] is False
+    text, ok = check({"server": [run(2.8), run(1.6)], "echo": [run(0.9), run(0.8)]})
+    assert ok is True and "1.6 vs 0.8 ms = 2.0x" in text
+    # One disturbed echo run does not make the server look closer to the floor.
+    assert check({"server": [run(2.8), run(2.4)], "echo": [run(2.1), run(0.8)]})[1] is False
     assert check({"server": [run(1.6, errors=1), run(2.0)],
                   "echo": [run(0.8), run(1.0)]})[1] is False
 
