@@ -38,16 +38,16 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 # Everything in under ten minutes (about six on 2 cores): the engine, bounded samples of
-# the solver and the bots (about 3 minutes), and the five load goals at 20 s a run (about
-# 3 minutes), which it writes into docs/performance.md. The full-length load runs are
-# `make bench-load`.
+# the solver and the bots (about 2 minutes), and the five load goals at 20 s a run (about
+# 4 minutes: the floor is run twice around the server), which it writes into
+# docs/performance.md. The full-length load runs are `make bench-load`.
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench.engine --write
 	$(BIN)/python -m bench.solver --seeds 100 --budget 2
 	$(BIN)/python -m bench.bots --games 300 --strong-games 100
 	$(BIN)/python -m bench.load $(LOAD_FLAGS) --goals --duration 20 --write
 
-# The full-length load runs (about 6 minutes): server, server on a RAM disk and the echo
+# The full-length load runs (about 7 minutes): server, server on a RAM disk and the echo
 # floor at 1,000 racers, then the five goals at 30 s a run.
 bench-load: $(BENCH_STAMP)
 	$(BIN)/python -m bench.load $(LOAD_FLAGS) --write
