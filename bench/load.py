@@ -72,7 +72,7 @@ import msgpack
 from bench.wire import Closed, HandshakeFailed, WireClient, connect
 from cli.server_commands import LOOPS, event_loop_factory
 from engine.board import Board
-from engine.cards import deal_ids
+from engine.cards import DECK, deal_ids
 from protocol import (
     CreateRace,
     Hello,
@@ -219,16 +219,19 @@ class LocalGame:
         self._deals += 1
         self._drawn = 0
 
+    def _rank_in_hand(self) -> int:
+        return DECK[self._stock[self._drawn]].rank
+
     def choose(self, rng: random.Random) -> tuple[int, int]:
         """Where the card in hand goes (by :func:`greedy_target`)."""
         board = self.board
         targets = [board.position(cell) for cell in board.targets()]
-        return greedy_target(board, self._stock[self._drawn] % 10 + 1, targets, rng)
+        return greedy_target(board, self._rank_in_hand(), targets, rng)
 
     def play(self, position: tuple[int, int]) -> None:
         """Place the card in hand at ``position`` (as chosen), and draw the next."""
         board = self.board
-        board.place(board.cell(position), self._stock[self._drawn] % 10 + 1)
+        board.place(board.cell(position), self._rank_in_hand())
         self._drawn += 1
         if board.lost() or board.won() or self._drawn == len(self._stock):
             self._new_game()
