@@ -1151,8 +1151,12 @@ def goals(base: Settings) -> list[tuple[str, list[tuple[str, Settings]], Any]]:
         p99 = _p99(run)
         if p99 is None:
             return "no samples", None
+        # The server runs this load near its core's capacity, so how fast the machine ran
+        # that minute decides much of it: the CPU a move took shows which minute it was.
+        cpu_per_move = 10 * run["server_cpu_percent"] / max(run["moves_per_second"], 1e-9)
         return (f"p99 {p99:,.1f} ms, {run['connected']:,} connected, "
-                f"{run['moves_per_second']:,.0f} moves/s"), p99 < 100 and run["connected"] >= 5000
+                f"{run['moves_per_second']:,.0f} moves/s at {cpu_per_move:.3f} ms of CPU a "
+                "move"), p99 < 100 and run["connected"] >= 5000
 
     def memory(r: dict[str, list[dict[str, Any]]]) -> tuple[str, bool | None]:
         kib = r["server"][0]["rss_per_connection_kib"]

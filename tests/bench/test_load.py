@@ -122,6 +122,16 @@ def test_the_floor_is_measured_twice_around_the_server_and_each_judged_by_its_be
                   "echo": [run(0.8), run(1.0)]})[1] is False
 
 
+def test_the_crowd_goal_shows_the_cpu_a_move_took() -> None:
+    _, runs, check = goals(Settings())[1]
+    assert [(target, settings.racers) for target, settings in runs] == [("server", 5000)]
+    run = {"rtt_ms": {"p99": 33.6}, "connected": 5020, "moves_per_second": 4969.0,
+           "server_cpu_percent": 89.4}
+    text, ok = check({"server": [run]})
+    assert ok is True and "4,969 moves/s at 0.180 ms of CPU a move" in text
+    assert check({"server": [{**run, "rtt_ms": {"p99": 179.9}}]})[1] is False
+
+
 @pytest.mark.parametrize("loop", LOOPS)
 def test_echo_target_measures_moves_and_fan_out(loop: str) -> None:
     settings = Settings(racers=8, race_size=4, think=0.2, spectators=2, duration=2.5, warmup=0.5,
