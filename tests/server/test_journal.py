@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from protocol import Role
 from server.journal import (
-    _SCHEMA,
+    SCHEMA_VERSION,
     CommandRecord,
     Journal,
     PlayerRecord,
@@ -267,18 +267,41 @@ def test_a_version_1_journal_is_migrated_and_its_players_stay_players(tmp_path: 
     roles = {p.player_id: p.role for p in Journal.load(path).players}
     assert roles == {"p1": Role.PLAYER, "w1": Role.SPECTATOR}
     with sqlite3.connect(path) as connection:
-        assert connection.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        assert connection.execute("SELECT version FROM schema_version").fetchall() == [
+            (SCHEMA_VERSION,)
+        ]
     connection.close()
+
+
+#: The tables of a version 3 journal (version 2: the same with AUTOINCREMENT), as written.
+VERSION_3 = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE players (player_id TEXT PRIMARY KEY, token_hash BLOB NOT NULL UNIQUE,
+    name TEXT NOT NULL, bot INTEGER NOT NULL, created_at REAL NOT NULL,
+    role TEXT NOT NULL DEFAULT 'player');
+CREATE TABLE races (race_id TEXT PRIMARY KEY, code TEXT, seed TEXT NOT NULL,
+    options TEXT NOT NULL, tournament_id TEXT, created_at REAL NOT NULL, finished_at REAL);
+CREATE TABLE race_commands (seq INTEGER PRIMARY KEY,
+    race_id TEXT NOT NULL REFERENCES races(race_id), command TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX race_commands_by_race ON race_commands (race_id, seq);
+CREATE TABLE results (race_id TEXT PRIMARY KEY REFERENCES races(race_id), result TEXT NOT NULL);
+"""
+
+
+def _indexes_of_race_commands(connection: sqlite3.Connection) -> list[tuple[str]]:
+    return connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'race_commands'"
+    ).fetchall()
 
 
 def test_a_version_2_journal_loses_autoincrement_and_keeps_its_commands_in_order(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "v2.db"
-    version_2 = _SCHEMA.replace(
+    version_2 = VERSION_3.replace(
         "seq INTEGER PRIMARY KEY,", "seq INTEGER PRIMARY KEY AUTOINCREMENT,"
     )
-    assert version_2 != _SCHEMA
+    assert version_2 != VERSION_3
     with sqlite3.connect(path) as connection:
         connection.executescript(version_2 + "INSERT INTO schema_version VALUES (2);")
         connection.execute(
@@ -297,7 +320,9 @@ def test_a_version_2_journal_loses_autoincrement_and_keeps_its_commands_in_order
     (stored,) = Journal.load(path).races
     assert [r.command for r in stored.commands] == [Place("p", n, (0, 0)) for n in (1, 2, 3)]
     with sqlite3.connect(path) as connection:
-        assert connection.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        assert connection.execute("SELECT version FROM schema_version").fetchall() == [
+            (SCHEMA_VERSION,)
+        ]
         (sql,) = connection.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'race_commands'"
         ).fetchone()
@@ -305,11 +330,74 @@ def test_a_version_2_journal_loses_autoincrement_and_keeps_its_commands_in_order
         assert connection.execute("SELECT seq FROM race_commands").fetchall() == [
             (10,), (20,), (21,)
         ]
-        indexes = connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'race_commands'"
-        ).fetchall()
-        assert indexes == [("race_commands_by_race",)]
+        assert _indexes_of_race_commands(connection) == []
     connection.close()
+
+
+def test_a_version_3_journal_loses_its_index_by_race_and_recovers_the_same_races(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v3.db"
+    options = json.dumps(OPTIONS.to_dict())
+    with sqlite3.connect(path) as connection:
+        connection.executescript(VERSION_3 + "INSERT INTO schema_version VALUES (3);")
+        for race_id in ("done", "on", "empty"):
+            connection.execute(
+                "INSERT INTO races VALUES (?, NULL, 's', ?, NULL, 0.0, NULL)", (race_id, options)
+            )
+        # Interleaved, as races run side by side: "done" has finished, "empty" has no
+        # command yet.
+        for seq, race_id, n in [(5, "done", 1), (6, "on", 1), (7, "done", 2), (8, "on", 2)]:
+            connection.execute(
+                "INSERT INTO race_commands VALUES (?, ?, ?, ?)",
+                (seq, race_id, command_to_json(Place("p", n, (0, 0))), float(seq)),
+            )
+        connection.execute("INSERT INTO results VALUES ('done', '{}')")
+    connection.close()
+    journal = Journal(path)
+    journal.write_now(CommandRecord("empty", Place("p", 1, (0, 0)), 9.0))
+    journal.close()
+    with sqlite3.connect(path) as connection:
+        assert _indexes_of_race_commands(connection) == []
+        after = dict(connection.execute("SELECT race_id, commands_after FROM races"))
+        assert after == {"done": 4, "on": 5, "empty": 8}
+    connection.close()
+    races = {stored.opened.race_id: stored for stored in Journal.load(path).races}
+    assert sorted(races) == ["empty", "on"]
+    assert [r.command for r in races["on"].commands] == [Place("p", n, (0, 0)) for n in (1, 2)]
+    assert [r.command for r in races["empty"].commands] == [Place("p", 1, (0, 0))]
+
+
+def test_recovery_reads_the_commands_from_the_oldest_unfinished_race_on(
+    journal: Journal,
+) -> None:
+    # Each race notes the last command before it opened, so recovery reads a range of
+    # the commands in their order, not every command ever journaled, and needs no index.
+    opened = [RaceOpened(race_id, "s", OPTIONS, None, 0.0) for race_id in ("a", "b", "c")]
+    journal.write_now(opened[0], CommandRecord("a", Place("p", 1, (0, 0)), 1.0))
+    journal.write_now(opened[1], CommandRecord("b", Place("p", 1, (0, 0)), 2.0))
+    journal.write_now(CommandRecord("a", Place("p", 2, (0, 0)), 3.0), opened[2])
+    journal.write_now(CommandRecord("c", Place("p", 1, (0, 0)), 4.0))
+    journal.write_now(CommandRecord("b", Place("p", 2, (0, 0)), 5.0))
+    path = journal.path
+    journal.close()
+    with sqlite3.connect(path) as connection:
+        after = dict(connection.execute("SELECT race_id, commands_after FROM races"))
+        assert after == {"a": 0, "b": 1, "c": 3}
+        plan = " ".join(
+            row[-1]
+            for row in connection.execute(
+                "EXPLAIN QUERY PLAN SELECT race_id, command, at FROM race_commands"
+                " WHERE seq > ? ORDER BY seq",
+                (1,),
+            )
+        )
+        assert "INTEGER PRIMARY KEY" in plan  # a range of the rowid, not a scan
+    connection.close()
+    races = {stored.opened.race_id: stored for stored in Journal.load(path).races}
+    assert {race_id: [r.at for r in stored.commands] for race_id, stored in races.items()} == {
+        "a": [1.0, 3.0], "b": [2.0, 5.0], "c": [4.0]
+    }
 
 
 @pytest.mark.parametrize("sync", list(Sync))
