@@ -558,7 +558,8 @@ class Journal:
 
     @staticmethod
     def load(path: str | Path) -> Recovered:
-        """Every player and every unfinished race in the journal at ``path``."""
+        """Every player and every unfinished race in the journal at ``path`` (one a
+        :class:`Journal` has opened, and so brought up to :data:`SCHEMA_VERSION`)."""
         if not Path(path).exists():
             return Recovered()
         connection = _connect(Path(path))
