@@ -430,7 +430,7 @@ class Generator:
             elif kind == "placed":
                 card = None  # played: nothing to send again until the next card
                 card_id, (row, col) = message["card"], message["position"]
-                board.place(board.cell((row, col)), card_id % 10 + 1)
+                board.place(board.cell((row, col)), DECK[card_id].rank)
                 if message["status"] != "racing":
                     sent = self.sent.get((race_id, you, message["move"]))
                     if sent is not None and self.measuring(sent):
@@ -470,7 +470,7 @@ class Generator:
                             else delay)
         if self.stop.is_set():
             return
-        row, col = greedy_target(board, card["card"] % 10 + 1, card["targets"], rng)
+        row, col = greedy_target(board, DECK[card["card"]].rank, card["targets"], rng)
         move = card["move"]
         self.sent[(race_id, you, move)] = time.perf_counter()
         with contextlib.suppress(Closed):
