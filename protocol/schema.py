@@ -12,6 +12,7 @@ that default; a field whose default is ``None`` is left out when it is ``None``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
@@ -21,9 +22,29 @@ from typing import Any
 from engine import Adjacency, Card, Ruleset
 from protocol.errors import ErrorCode, ProtocolError
 
+#: How many characters of a string an error sentence or a log line may quote: fewer than
+#: 8, so that even a secret sent in the wrong field (or a token sent with a typo, where
+#: it fails its own checks) never shows a fragment worth guessing from.
+QUOTED_CHARACTERS = 7
+#: Strings shaped like the protocol's own words (types, fields, choices, short sentences:
+#: lowercase letters, ``_`` and spaces) are quoted whole. Tokens are URL-safe base64 or
+#: hex, mixing digits and (for base64) capitals, so none is shaped like this.
+_WORDS = re.compile(r"[a-z][a-z_ ]{0,39}")
+
 
 def show(value: object) -> str:
-    """A short description of a wire value for an error sentence (never the whole value)."""
+    """A short description of a wire value for an error sentence or a log line.
+
+    This is the one place where what a client sent is quoted. It never quotes the whole
+    of a long value, and of a string no more than :data:`QUOTED_CHARACTERS` characters
+    unless the string is made of lowercase words (a mistyped field or message type).
+    Values of secret fields (:attr:`Spec.secret`) are never passed to it.
+
+    >>> show("K7QX"), show("create_tournamnet")
+    ("'K7QX'", "'create_tournamnet'")
+    >>> show("q8V7hK2mZyX0pL4tR9wE1A=")
+    "a string of 23 characters starting 'q8V7hK2'"
+    """
     if value is None:
         return "nil"
     if value is True or value is False:
@@ -34,7 +55,9 @@ def show(value: object) -> str:
     if isinstance(value, float):
         return f"a float ({value!r})"
     if isinstance(value, str):
-        return repr(value) if len(value) <= 40 else f"a string of {len(value)} characters"
+        if len(value) <= QUOTED_CHARACTERS or _WORDS.fullmatch(value):
+            return repr(value)
+        return f"a string of {len(value)} characters starting {value[:QUOTED_CHARACTERS]!r}"
     if isinstance(value, bytes | bytearray):
         return f"{len(value)} bytes of binary data"
     if isinstance(value, list | tuple):
@@ -42,6 +65,11 @@ def show(value: object) -> str:
     if isinstance(value, dict):
         return f"a map of {len(value)} keys"
     return f"a value of type {type(value).__name__}"
+
+
+def character(char: str) -> str:
+    """One character named by its code point, never quoted (``U+3164 HANGUL FILLER``)."""
+    return f"U+{ord(char):04X} {unicodedata.name(char, 'UNNAMED')}"
 
 
 def bad(where: str, expected: str, value: object) -> ProtocolError:
@@ -55,6 +83,9 @@ class Spec(ABC):
     wire: str = "any"
     #: Whether :meth:`encode` returns its argument unchanged (lets the encoder skip it).
     passthrough: bool = True
+    #: Whether values of this kind are secrets (tokens): an error sentence about one says
+    #: what is wrong with it but never quotes it, nor any part of it.
+    secret: bool = False
 
     @abstractmethod
     def decode(self, value: object, where: str, strict: bool) -> Any:
@@ -113,6 +144,50 @@ class Str(Spec):
         return value
 
 
+class Token(Spec):
+    """A secret token: ``low``..``high`` URL-safe characters (A-Z, a-z, 0-9, ``_``, ``-``).
+
+    The one kind of value that is never quoted: a token sent with a small mistake (a
+    trailing ``=``, a space, quotes) is still the secret, so its refusal says only what is
+    wrong. Mark every secret field with this spec; the refusal follows by construction.
+
+    >>> try:
+    ...     Token(16, 128).decode("q8V7hK2mZyX0pL4tR9wE1A=", "hello.resume", True)
+    ... except ProtocolError as error:
+    ...     print(error.message.split(";")[0])
+    hello.resume is not a token: it holds U+003D EQUALS SIGN
+    """
+
+    secret = True
+    _ALPHABET = re.compile(r"[A-Za-z0-9_-]*")
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+        self.wire = f"str {low}..{high} chars matching [A-Za-z0-9_-]+, secret"
+
+    def decode(self, value: object, where: str, strict: bool) -> Any:
+        if type(value) is not str:
+            raise bad(where, "a token (a string)", value)
+        wrong = self._what_is_wrong(value)
+        if wrong is not None:
+            raise ProtocolError(
+                ErrorCode.BAD_MESSAGE,
+                f"{where} is not a token: {wrong}; a token is {self.low} to {self.high} "
+                "characters from A-Z, a-z, 0-9, _ and - (the value is not repeated)",
+            )
+        return value
+
+    def _what_is_wrong(self, value: str) -> str | None:
+        valid = self._ALPHABET.match(value)
+        assert valid is not None  # the pattern matches the empty prefix
+        if valid.end() < len(value):
+            # The first character outside the alphabet is the mistake, not the secret.
+            return f"it holds {character(value[valid.end()])}"
+        if not self.low <= len(value) <= self.high:
+            return f"it has {len(value)} characters"
+        return None
+
+
 class Choice(Spec):
     """One of an enum's string values, decoded to the enum member."""
 
@@ -138,6 +213,7 @@ class Optional(Spec):
     def __init__(self, inner: Spec) -> None:
         self.inner = inner
         self.passthrough = inner.passthrough
+        self.secret = inner.secret
         self.wire = f"{inner.wire} or nil"
 
     def decode(self, value: object, where: str, strict: bool) -> Any:

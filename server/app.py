@@ -40,6 +40,7 @@ from protocol import (
     decode_client,
     encode,
 )
+from protocol.schema import show
 from server import fanout
 from server import race as core
 from server.codes import new_code
@@ -55,7 +56,7 @@ from server.journal import (
     replay_commands,
     unplayed,
 )
-from server.logs import log_event
+from server.logs import failure, log_event
 from server.metrics import Metrics
 from server.outgoing import card_message, millis, race_options
 from server.par_worker import ParFound, ParWorker
@@ -338,7 +339,7 @@ class RaceServer:
                 connection=str(connection.id),
                 session=session.session_id if session else None,
                 code=connection.close_code,
-                reason=connection.close_reason,
+                reason=show(connection.close_reason),  # the client's words, as it closed
             )
 
     def close_later(self, connection: ServerConnection, code: CloseCode, reason: str) -> None:
@@ -361,7 +362,7 @@ class RaceServer:
             return None
         return ProtocolError(
             ErrorCode.NAME_TAKEN,
-            f"{hello.name!r} is connected already",
+            f"{show(hello.name)} is connected already",
             in_reply_to="hello",
             reply_to=hello.id,
         )
@@ -511,7 +512,7 @@ class RaceServer:
             if code is ErrorCode.BAD_MOVE_NUMBER and isinstance(message, protocol.Place):
                 self._send_card_again(session, message.race)
             return
-        log_event("internal_error", logging.ERROR, message=message.TYPE, error=repr(error))
+        log_event("internal_error", logging.ERROR, message=message.TYPE, error=failure(error))
         self._refuse(
             connection,
             ProtocolError(
@@ -522,8 +523,13 @@ class RaceServer:
             ),
         )
 
-    def _refuse(self, connection: ServerConnection, error: ProtocolError) -> None:
-        """Send ``error`` as an ``error`` message."""
+    def refusal(self, connection: ServerConnection, error: ProtocolError) -> protocol.Error:
+        """The ``error`` message answering ``error`` on ``connection``, counted and logged.
+
+        Every refusal goes through here (the tournament desk's too). The sentence it logs
+        and sends quotes what the client sent only through :func:`protocol.schema.show`,
+        and never a secret field's value (see :class:`protocol.schema.Token`).
+        """
         self.metrics.errors[error.code.value] += 1
         log_event(
             "error_sent",
@@ -532,15 +538,18 @@ class RaceServer:
             message=error.message,
             in_reply_to=error.in_reply_to,
         )
-        reply = protocol.Error(
+        return protocol.Error(
             code=error.code,
             message=error.message[:1000],
             in_reply_to=error.in_reply_to,
             reply_to=error.reply_to,
         )
+
+    def _refuse(self, connection: ServerConnection, error: ProtocolError) -> None:
+        """Send ``error`` as an ``error`` message."""
         # Like every other answer, without waiting for the client to read: a client that
         # stops reading must be cut off (see fanout), not hold its handler here for good.
-        self._send(connection, reply)
+        self._send(connection, self.refusal(connection, error))
 
     async def _refuse_and_close(
         self, connection: ServerConnection, error: ProtocolError, close_code: CloseCode
@@ -802,7 +811,7 @@ class RaceServer:
     def _find(self, race: str) -> RaceHost:
         host = self.hosts.get(race.upper())
         if host is None:
-            raise _Refused(ErrorCode.RACE_NOT_FOUND, f"there is no race {race!r}")
+            raise _Refused(ErrorCode.RACE_NOT_FOUND, f"there is no race {show(race)}")
         return host
 
     def _racing_in(self, session: Session, race: str) -> RaceHost:
@@ -887,7 +896,7 @@ class _Conversation:
             else:
                 self._converse(self.session, frame)
         except Exception as error:  # called from the network callback: never let it raise
-            log_event("internal_error", logging.ERROR, error=repr(error))
+            log_event("internal_error", logging.ERROR, error=failure(error))
 
     def _greet(self, frame: Message) -> None:
         server, connection = self._server, self._connection
@@ -969,7 +978,7 @@ class _Conversation:
     def _answered(self, task: asyncio.Task[None]) -> None:
         self._waiting_on = None
         if not task.cancelled() and (error := task.exception()) is not None:
-            log_event("internal_error", logging.ERROR, error=repr(error))
+            log_event("internal_error", logging.ERROR, error=failure(error))
         self._connection.release()
 
     def _no_hello_in_time(self) -> None:

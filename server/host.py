@@ -30,7 +30,7 @@ from server import fanout
 from server import race as core
 from server.config import Clock
 from server.journal import CommandRecord, Journal, Record, ResultRecord
-from server.logs import log_event
+from server.logs import failure, log_event
 from server.metrics import Metrics
 from server.outgoing import event_message, placed_message, snapshot_message
 from server.sessions import SessionRegistry
@@ -285,7 +285,7 @@ class RaceHost:
         try:
             self.apply(core.Tick())  # sets the clock again for the next deadline
         except Exception as error:  # a clock that dies silently would freeze the race
-            log_event("internal_error", logging.ERROR, race=self.race_id, error=repr(error))
+            log_event("internal_error", logging.ERROR, race=self.race_id, error=failure(error))
 
     def _stop_clock(self) -> None:
         self._clock_stopped = True
@@ -324,8 +324,9 @@ class RaceHost:
                 try:
                     self._deliver(item, frames)
                 except Exception as error:  # one bad message must not stop the race's outbox
-                    log_event("internal_error", logging.ERROR, race=self.race_id,
-                              error=repr(error))
+                    log_event(
+                        "internal_error", logging.ERROR, race=self.race_id, error=failure(error)
+                    )
         finally:
             self._delivering = False
             frames.flush()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import time
+import traceback
+from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger("foursquare.server")
@@ -15,6 +17,27 @@ def log_event(event: str, level: int = logging.INFO, **fields: Any) -> None:
     if logger.isEnabledFor(level):
         line = {"ts": round(time.time(), 3), "event": event, **fields}
         logger.log(level, json.dumps(line, default=str))
+
+
+def failure(error: BaseException) -> str:
+    """An unexpected exception for a log line: its type and where it was raised.
+
+    Not its message or ``repr``: an exception raised while handling a client's message
+    may hold what the client sent (a token in a ``KeyError``, a value in a
+    ``ValueError``), and a log line quotes nothing a client sent except through
+    :func:`protocol.schema.show`.
+
+    >>> try:
+    ...     {}["q8V7hK2mZyX0pL4tR9wE1A"]
+    ... except KeyError as error:
+    ...     failure(error).startswith("KeyError at ")
+    True
+    """
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return type(error).__name__
+    where = Path(frames[-1].filename)
+    return f"{type(error).__name__} at {where.parent.name}/{where.name}:{frames[-1].lineno}"
 
 
 def configure_logging(level: int = logging.INFO) -> None:

@@ -24,8 +24,9 @@ from websockets.protocol import State
 
 from engine import Ruleset
 from engine.solver import NoWinnableSeed, winnable_seed
-from protocol import Error, ErrorCode, RaceFinished, Role
+from protocol import ErrorCode, ProtocolError, RaceFinished, Role
 from protocol.codec import encode
+from protocol.schema import show
 from protocol.tournament import (
     TOURNAMENT_CLIENT_MESSAGES,
     CreateTournament,
@@ -48,7 +49,7 @@ from protocol.tournament import (
 from server import fanout
 from server import race as core
 from server.codes import new_code
-from server.logs import log_event
+from server.logs import failure, log_event
 from server.outgoing import millis
 from server.sessions import Session
 from server.tournament import (
@@ -201,21 +202,13 @@ class TournamentDesk:
         try:
             self._dispatch(connection, session, message)
         except (_Refused, TournamentError) as refusal:
-            code = ErrorCode(refusal.code.value)
-            self.server.metrics.errors[code.value] += 1
-            log_event(
-                "error_sent",
-                connection=str(connection.id),
-                code=code.value,
-                message=refusal.message,
-                in_reply_to=message.TYPE,
-            )
-            error = Error(
-                code=code,
-                message=refusal.message[:1000],
+            refused = ProtocolError(
+                ErrorCode(refusal.code.value),
+                refusal.message,
                 in_reply_to=message.TYPE,
                 reply_to=message.id,
             )
+            error = self.server.refusal(connection, refused)
             self._queue(None, lambda: self._send([connection], encode(error)))
 
     def _dispatch(self, connection: ServerConnection, session: Session, message: Any) -> None:
@@ -393,7 +386,7 @@ class TournamentDesk:
     def _find(self, code: str) -> Tournament:
         tournament = self.tournaments.get(code.upper())
         if tournament is None:
-            raise _Refused(ErrorCode.TOURNAMENT_NOT_FOUND, f"there is no tournament {code!r}")
+            raise _Refused(ErrorCode.TOURNAMENT_NOT_FOUND, f"there is no tournament {show(code)}")
         return tournament
 
     def _watch(self, tournament: Tournament, connection: ServerConnection) -> None:
@@ -461,7 +454,9 @@ class TournamentDesk:
                     try:
                         self._apply(tournament, Tick())
                     except Exception as error:  # one tournament's bug must not stop the rest
-                        log_event("internal_error", tournament=tournament.code, error=repr(error))
+                        log_event(
+                            "internal_error", tournament=tournament.code, error=failure(error)
+                        )
             future = [deadline for deadline, _ in deadlines if deadline > now]
             timeout = min(future) - now if future else None
             with contextlib.suppress(TimeoutError):
