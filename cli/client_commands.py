@@ -68,10 +68,6 @@ def _add_server_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-MAX_NAME = 32
-"""The longest name the protocol accepts."""
-
-
 def tournament_code(text: str) -> str:
     """A join code as typed, upper-cased; refused before connecting if the protocol would
     refuse it (4 to 16 letters and digits, as ``protocol.tournament.TOURNAMENT_CODE``).
@@ -87,21 +83,23 @@ def tournament_code(text: str) -> str:
     return code
 
 
-def _refuse_name(name: str) -> bool:
-    """Say why the server would refuse ``name`` before connecting; whether it would."""
-    if not name.strip():
-        problem = "a name needs at least one visible character"
-    elif len(name) > MAX_NAME:
-        problem = f"a name is at most {MAX_NAME} characters, not {len(name)}"
-    else:
-        return False
-    print(f"error: {problem}", file=sys.stderr)
-    return True
+def _name_to_send(name: str) -> str | None:
+    """``name`` as the server will use it (:func:`protocol.names.normalise_name`); or,
+    when the server would refuse it, ``None`` after saying why."""
+    from protocol.names import BadName, normalise_name
+
+    try:
+        return normalise_name(name)
+    except BadName as refusal:
+        print(f"error: the name {refusal}", file=sys.stderr)
+        return None
 
 
 def _default_name() -> str:
+    from protocol.names import MAX_NAME_LENGTH
+
     try:
-        return getpass.getuser()[:32] or "player"
+        return getpass.getuser()[:MAX_NAME_LENGTH] or "player"
     except (KeyError, OSError):
         return "player"
 
@@ -120,8 +118,8 @@ def run_play(args: argparse.Namespace) -> int:
     from client.connection import Connection
     from client.network_app import NetworkApp, Plan
 
-    name = args.name if args.name is not None else _default_name()
-    if _refuse_name(name):
+    name = _name_to_send(args.name if args.name is not None else _default_name())
+    if name is None:
         return 2
     if args.tournament:
         from client.tournament_app import TournamentApp
@@ -147,9 +145,10 @@ def run_watch(args: argparse.Namespace) -> int:
     from client.tournament_app import TournamentApp
     from protocol import Role
 
-    if _refuse_name(args.name):
+    name = _name_to_send(args.name)
+    if name is None:
         return 2
-    connection = Connection(args.server, args.name, role=Role.SPECTATOR)
+    connection = Connection(args.server, name, role=Role.SPECTATOR)
     if args.tournament:
         return TournamentApp(connection, args.tournament, playing=False).run() or 0
     return NetworkApp(connection, Plan.spectate(args.code)).run() or 0

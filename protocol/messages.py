@@ -19,6 +19,7 @@ from typing import ClassVar
 from engine import Card, LossReason, Position, Ruleset
 from protocol.errors import ErrorCode
 from protocol.limits import PROTOCOL_VERSION
+from protocol.names import MAX_NAME_LENGTH, PlayerName
 from protocol.result import RaceResult, RacerOutcome, RacerResult
 from protocol.schema import (
     Array,
@@ -85,7 +86,9 @@ RACER_ID = Str(1, 64, r"[A-Za-z0-9_.:-]+")
 #: in JavaScript numbers.
 MILLIS = Int(0, 2**53 - 1)
 RACE_CODE = Str(1, 32, r"[A-Za-z0-9_-]+")
-NAME = Str(1, 32, text=True)
+#: A name as the server sends it (``hello.name`` is checked by the fuller rule of
+#: :mod:`protocol.names`; names stored before that rule are still sent and read).
+NAME = Str(1, MAX_NAME_LENGTH, text=True)
 #: Resume and host tokens: secret (an error about one never quotes it).
 TOKEN = Token(16, 128)
 MOVE = Int(1, 40)
@@ -355,9 +358,10 @@ class Hello:
     protocol_version: int = PROTOCOL_VERSION
     """The version the client speaks; the server answers another with ``version_mismatch``."""
     name: str
-    """The name to race under. A human player (not a bot, not a spectator) whose name a
-    connected human player already uses, ignoring case, is refused with ``name_taken``;
-    the connection stays open for another ``hello``."""
+    """The name to race under, normalised and checked as [Names](#names) says. A human
+    player (not a bot, not a spectator) whose name looks the same as a connected human
+    player's, ignoring case and look-alike letters, is refused with ``name_taken``; the
+    connection stays open for another ``hello``."""
     bot: bool
     """True when a program chooses the moves. Everyone sees it."""
     role: Role = Role.PLAYER
@@ -470,7 +474,7 @@ register(
     Hello,
     wire_required=("protocol_version",),
     protocol_version=Int(1, 65_535),
-    name=NAME,
+    name=PlayerName(),
     bot=Bool(),
     role=Choice(Role),
     resume=Optional(TOKEN),

@@ -67,9 +67,16 @@ def show(value: object) -> str:
     return f"a value of type {type(value).__name__}"
 
 
+_UNNAMED = {"Cc": "a control character", "Co": "private use", "Cs": "a surrogate"}
+
+
 def character(char: str) -> str:
-    """One character named by its code point, never quoted (``U+3164 HANGUL FILLER``)."""
-    return f"U+{ord(char):04X} {unicodedata.name(char, 'UNNAMED')}"
+    """One character by its code point and name, never quoted: ``U+3164 HANGUL FILLER``,
+    ``U+000A (a control character)``."""
+    name = unicodedata.name(char, None)
+    if name is None:
+        name = f"({_UNNAMED.get(unicodedata.category(char), 'unassigned')})"
+    return f"U+{ord(char):04X} {name}"
 
 
 def bad(where: str, expected: str, value: object) -> ProtocolError:

@@ -349,7 +349,9 @@ class RaceServer:
         closing.add_done_callback(self._closing.discard)
 
     def _name_taken(self, hello: protocol.Hello) -> ProtocolError | None:
-        """The refusal of a new human player's name that a connected one already uses.
+        """The refusal of a new human player's name that looks the same as a connected
+        human player's (ignoring case and look-alike letters: ``Ann`` with a Cyrillic A
+        is ``Ann``).
 
         Two people called "ann" in one race could not tell themselves apart. Bots are
         labelled as bots wherever their names show and are named by programs (two
@@ -362,7 +364,8 @@ class RaceServer:
             return None
         return ProtocolError(
             ErrorCode.NAME_TAKEN,
-            f"{show(hello.name)} is connected already",
+            f"the name {show(hello.name)} looks the same as a connected player's name "
+            "(ignoring case and look-alike letters): choose another",
             in_reply_to="hello",
             reply_to=hello.id,
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from protocol import Role
+from protocol.names import lookalike_keys
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
@@ -53,8 +54,9 @@ class SessionRegistry:
     def __init__(self) -> None:
         self._by_id: dict[str, Session] = {}
         self._by_digest: dict[bytes, Session] = {}
-        self._by_name: dict[str, list[Session]] = {}
-        """Human players' sessions by case-folded name (for :meth:`name_in_use`)."""
+        self._by_look: dict[str, list[Session]] = {}
+        """Human players' sessions under each of their names' look-alike keys (for
+        :meth:`name_in_use`)."""
 
     def create(self, name: str, bot: bool, role: Role) -> tuple[Session, str]:
         """A new session and its token (to be sent to its owner only, once)."""
@@ -71,21 +73,28 @@ class SessionRegistry:
         self._by_id[session.session_id] = session
         self._by_digest[session.token_hash] = session
         if not session.bot and session.role is Role.PLAYER:
-            self._by_name.setdefault(session.name.casefold(), []).append(session)
+            for key in lookalike_keys(session.name):
+                self._by_look.setdefault(key, []).append(session)
 
     def name_in_use(self, name: str) -> bool:
-        """Whether a connected human player goes by ``name`` (ignoring case).
+        """Whether a connected human player's name looks the same as ``name``, ignoring
+        case and look-alike letters (:func:`protocol.names.lookalike_keys`).
 
         >>> registry = SessionRegistry()
         >>> ann, _ = registry.create("Ann", bot=False, role=Role.PLAYER)
         >>> registry.name_in_use("ann")
         False
         >>> ann.connection = object()  # any connection
-        >>> registry.name_in_use("ANN"), registry.name_in_use("bob")
-        (True, False)
+        >>> registry.name_in_use("ANN"), registry.name_in_use("\u0410nn")
+        (True, True)
+        >>> registry.name_in_use("bob")
+        False
         """
-        sessions = self._by_name.get(name.casefold(), ())
-        return any(session.connection is not None for session in sessions)
+        return any(
+            session.connection is not None
+            for key in lookalike_keys(name)
+            for session in self._by_look.get(key, ())
+        )
 
     def resume(self, token: str) -> Session | None:
         """The session ``token`` belongs to, or ``None``."""

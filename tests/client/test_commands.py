@@ -36,8 +36,19 @@ def test_bots_with_no_server_say_so_and_fail(capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     ("argv", "problem"),
     [
-        (["play", "--name", "x" * 33], "a name is at most 32 characters, not 33"),
-        (["watch", "CODE", "--name", "  "], "a name needs at least one visible character"),
+        (
+            ["play", "--name", "x" * 33],
+            "the name must be 1 to 32 characters once normalised (NFKC), not 33",
+        ),
+        (["watch", "CODE", "--name", "  "], "the name starts or ends with a space"),
+        (
+            ["watch", "CODE", "--name", "\u3164"],
+            "the name holds U+3164 HANGUL FILLER, which shows as blank space",
+        ),
+        (
+            ["play", "--name", "Ann [bot]"],
+            "the name looks like it holds '[bot]', which the clients write after names",
+        ),
     ],
 )
 def test_a_name_the_server_would_refuse_is_refused_before_connecting(
