@@ -7,8 +7,11 @@ from types import ModuleType
 
 import pytest
 
+import protocol.names
 import protocol.result
+import protocol.schema
 import server.journal
+import server.logs
 import server.race
 import server.rate_limit
 import server.sessions
@@ -16,7 +19,16 @@ import server.sessions
 
 @pytest.mark.parametrize(
     "module",
-    [server.race, server.journal, server.sessions, server.rate_limit, protocol.result],
+    [
+        server.race,
+        server.journal,
+        server.sessions,
+        server.rate_limit,
+        server.logs,
+        protocol.result,
+        protocol.names,
+        protocol.schema,
+    ],
     ids=lambda module: module.__name__,
 )
 def test_the_docstring_examples_hold(module: ModuleType) -> None:
