@@ -56,7 +56,7 @@ from server.journal import (
     replay_commands,
     unplayed,
 )
-from server.logs import failure, log_event
+from server.logs import LogBudget, failure, log_event
 from server.metrics import Metrics
 from server.outgoing import card_message, millis, race_options
 from server.par_worker import ParFound, ParWorker
@@ -101,6 +101,8 @@ class RaceServer:
             weakref.WeakValueDictionary()
         )
         self.connections: set[ServerConnection] = set()
+        self._log_budgets: dict[ServerConnection, LogBudget] = {}
+        """How many more error lines each open connection may log."""
         self.port = config.port
         self.stopping = False
         self.failed = False
@@ -325,12 +327,16 @@ class RaceServer:
         assert isinstance(connection, RaceConnection)  # serve() builds them (see start)
         self.connections.add(connection)
         self.metrics.connections_total += 1
+        log_budget = self._log_budgets[connection] = LogBudget(
+            self.config.logged_errors_per_connection
+        )
         log_event("connection_open", connection=str(connection.id), remote=_remote(connection))
         conversation = _Conversation(self, connection)
         try:
             await conversation.run()
         finally:
             self.connections.discard(connection)
+            del self._log_budgets[connection]
             session = conversation.session
             if session is not None and session.connection is connection:
                 self._detach(session, connection)
@@ -340,7 +346,16 @@ class RaceServer:
                 session=session.session_id if session else None,
                 code=connection.close_code,
                 reason=show(connection.close_reason),  # the client's words, as it closed
+                errors_not_logged=log_budget.not_logged,
             )
+
+    def log_error(
+        self, connection: ServerConnection, event: str, level: int = logging.INFO, **fields: Any
+    ) -> None:
+        """Log an error a connection caused, within its budget (see :class:`LogBudget`)."""
+        budget = self._log_budgets.get(connection)
+        if budget is None or budget.spend():
+            log_event(event, level, connection=str(connection.id), **fields)
 
     def close_later(self, connection: ServerConnection, code: CloseCode, reason: str) -> None:
         """Close ``connection`` in the background (the closing handshake takes a round trip)."""
@@ -515,7 +530,9 @@ class RaceServer:
             if code is ErrorCode.BAD_MOVE_NUMBER and isinstance(message, protocol.Place):
                 self._send_card_again(session, message.race)
             return
-        log_event("internal_error", logging.ERROR, message=message.TYPE, error=failure(error))
+        self.log_error(
+            connection, "internal_error", logging.ERROR, message=message.TYPE, error=failure(error)
+        )
         self._refuse(
             connection,
             ProtocolError(
@@ -534,9 +551,9 @@ class RaceServer:
         and never a secret field's value (see :class:`protocol.schema.Token`).
         """
         self.metrics.errors[error.code.value] += 1
-        log_event(
+        self.log_error(
+            connection,
             "error_sent",
-            connection=str(connection.id),
             code=error.code.value,
             message=error.message,
             in_reply_to=error.in_reply_to,
@@ -847,15 +864,14 @@ class _Conversation:
 
     __slots__ = (
         "_bad",
-        "_bucket",
         "_config",
         "_connection",
+        "_early_bucket",
         "_ending",
         "_greeting_timer",
         "_liveness",
         "_loop",
         "_server",
-        "_strikes",
         "_waiting_on",
         "session",
     )
@@ -868,8 +884,10 @@ class _Conversation:
         self.session: Session | None = None
         """Set once ``hello`` is answered."""
         self._bad = 0
-        self._strikes = 0
-        self._bucket: TokenBucket | None = None
+        self._early_bucket = TokenBucket(
+            self._config.rate_per_second, self._config.rate_burst, server._now()
+        )
+        """The rate limit until ``hello`` is answered; then the session's own."""
         self._liveness: _Liveness | None = None
         self._ending = False
         """Set once the server closes the connection: later messages are ignored."""
@@ -899,10 +917,13 @@ class _Conversation:
             else:
                 self._converse(self.session, frame)
         except Exception as error:  # called from the network callback: never let it raise
-            log_event("internal_error", logging.ERROR, error=failure(error))
+            self._server.log_error(self._connection, "internal_error", logging.ERROR,
+                                   error=failure(error))
 
     def _greet(self, frame: Message) -> None:
         server, connection = self._server, self._connection
+        if self._over_rate(self._early_bucket):
+            return
         try:
             message = decode_client(frame, server.limits)
         except ProtocolError as error:
@@ -915,14 +936,16 @@ class _Conversation:
             else:
                 server._refuse(connection, taken)  # it may say hello again
             return
-        server._refuse(
-            connection,
+        # Counted as a bad frame: a client that never says hello must not be answered
+        # for good (each answer costs an error message, and a log line while few).
+        self._refuse_bad(
             ProtocolError(
                 ErrorCode.HELLO_REQUIRED,
                 f"say hello first, not {message.TYPE}",
                 in_reply_to=message.TYPE,
                 reply_to=message.id,
             ),
+            "too many frames before hello",
         )
 
     async def _hello(self, hello: protocol.Hello) -> None:
@@ -931,21 +954,18 @@ class _Conversation:
             self._ending = True  # refused, and closed
             return
         self._greeting_timer.cancel()
-        self._bucket = TokenBucket(
-            self._config.rate_per_second, self._config.rate_burst, self._server._now()
-        )
+        if session.bucket is None:  # a resumed session goes on with its own
+            session.bucket = TokenBucket(
+                self._config.rate_per_second, self._config.rate_burst, self._server._now()
+            )
         self._liveness = _Liveness(self._connection, self._config, self._server)
         self.session = session
 
     def _converse(self, session: Session, frame: Message) -> None:
         server, connection = self._server, self._connection
-        assert self._bucket is not None and self._liveness is not None  # set with the session
+        assert session.bucket is not None and self._liveness is not None  # set at hello
         received_at = self._liveness.heard = self._loop.time()
-        if not self._bucket.allow(server._now()):
-            self._strikes += 1
-            server._refuse(connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages"))
-            if self._strikes >= self._config.rate_strikes:
-                self._end(CloseCode.RATE_LIMITED, "rate limit")
+        if self._over_rate(session.bucket):
             return
         try:
             message = decode_client(frame, server.limits)
@@ -960,6 +980,18 @@ class _Conversation:
             self._wait_on(server._answer_later(connection, session, message))
         else:
             server._answer(connection, session, message, received_at)
+
+    def _over_rate(self, bucket: TokenBucket) -> bool:
+        """Whether a frame is over the rate limit: then it is answered with
+        ``rate_limited``, and after too many the connection is closed with 4005."""
+        if bucket.allow(self._server._now()):
+            return False
+        self._server._refuse(
+            self._connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages")
+        )
+        if bucket.strikes >= self._config.rate_strikes:
+            self._end(CloseCode.RATE_LIMITED, "rate limit")
+        return True
 
     def _refuse_bad(self, error: ProtocolError, too_many: str) -> None:
         """Answer a frame that failed to decode; close the connection when the error

@@ -50,7 +50,12 @@ class ServerConfig:
     rate_strikes: int = 50
     """Messages refused for rate before the connection is closed."""
     bad_messages: int = 20
-    """Malformed messages tolerated before the connection is closed."""
+    """Malformed messages tolerated before the connection is closed (before ``hello``,
+    every frame that is not a ``hello`` counts as one)."""
+    logged_errors_per_connection: int = 10
+    """Log lines a connection's errors may cause (``error_sent``, ``internal_error``);
+    past them errors are only counted, in the connection's ``connection_close`` line. A
+    client can cause an error per frame: one line each would let it fill the disk."""
     handshake_timeout: float = 10.0
     """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade)."""
     idle_timeout: float = 900.0
@@ -72,34 +77,44 @@ class ServerConfig:
 
     @classmethod
     def from_environment(
-        cls,
-        environ: Mapping[str, str] = os.environ,
-        *,
-        host: str | None = None,
-        port: int | None = None,
-        db: str | None = None,
-        sync: str | None = None,
+        cls, environ: Mapping[str, str] = os.environ, **flags: object
     ) -> ServerConfig:
-        """Defaults, overridden by environment variables, overridden by flags (not ``None``)."""
-        port_text = environ.get(ENVIRONMENT["port"])
-        if port is None and port_text is not None:
-            try:
-                port = int(port_text)
-            except ValueError:
-                raise ValueError(f"FOURSQUARE_PORT must be a number, not {port_text!r}") from None
-        defaults = cls()
-        sync_text = sync if sync is not None else environ.get(ENVIRONMENT["sync"])
-        try:
-            sync_mode = defaults.sync if sync_text is None else Sync(sync_text.lower())
-        except ValueError:
-            choices = " or ".join(mode.value for mode in Sync)
-            raise ValueError(f"the sync mode must be {choices}, not {sync_text!r}") from None
-        config = cls(
-            host=host if host is not None else environ.get(ENVIRONMENT["host"], defaults.host),
-            port=port if port is not None else defaults.port,
-            db=db if db is not None else environ.get(ENVIRONMENT["db"], defaults.db),
-            sync=sync_mode,
-        )
+        """Defaults, overridden by environment variables (:data:`ENVIRONMENT`), overridden
+        by flags (keyword arguments named as the fields; ``None`` is no flag).
+
+        Raises ``ValueError`` with a sentence naming what is wrong.
+        """
+        values: dict[str, object] = {}
+        for name, variable in ENVIRONMENT.items():
+            given = flags.pop(name, None)
+            if given is None:
+                given = environ.get(variable)
+            if given is not None:
+                values[name] = _PARSERS.get(name, str)(given)
+        if flags:
+            raise TypeError(f"not a setting from flags: {', '.join(sorted(flags))}")
+        config = cls(**values)  # type: ignore[arg-type]
         if not 0 <= config.port <= 65535:
             raise ValueError(f"the port must be from 0 to 65535, not {config.port}")
         return config
+
+
+def _port(value: object) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise ValueError(f"FOURSQUARE_PORT must be a number, not {value!r}") from None
+
+
+def _sync(value: object) -> Sync:
+    try:
+        return Sync(str(value).lower())
+    except ValueError:
+        choices = " or ".join(mode.value for mode in Sync)
+        raise ValueError(f"the sync mode must be {choices}, not {value!r}") from None
+
+
+_PARSERS: dict[str, Callable[[object], object]] = {
+    "port": _port,
+    "sync": _sync,
+}

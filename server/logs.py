@@ -47,3 +47,31 @@ def configure_logging(level: int = logging.INFO) -> None:
     logger.handlers[:] = [handler]
     logger.setLevel(level)
     logger.propagate = False
+
+
+class LogBudget:
+    """How many more lines one connection may have logged about its errors.
+
+    A client can make the server answer with an error as fast as it can send frames; one
+    log line each would let it fill the disk. The first ``lines`` are logged, the rest only
+    counted, and the count goes in the connection's last line (``connection_close``).
+
+    >>> budget = LogBudget(2)
+    >>> [budget.spend() for _ in range(4)], budget.not_logged
+    ([True, True, False, False], 2)
+    """
+
+    __slots__ = ("_left", "not_logged")
+
+    def __init__(self, lines: int) -> None:
+        self._left = lines
+        self.not_logged = 0
+        """Lines left out so far."""
+
+    def spend(self) -> bool:
+        """Whether one more line may be logged (if not, it is counted as left out)."""
+        if self._left > 0:
+            self._left -= 1
+            return True
+        self.not_logged += 1
+        return False

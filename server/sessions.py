@@ -20,6 +20,8 @@ from protocol.names import lookalike_keys
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
 
+    from server.rate_limit import TokenBucket
+
 
 def token_digest(token: str) -> bytes:
     """The SHA-256 of a resume token: what is stored and compared."""
@@ -40,6 +42,10 @@ class Session:
     """The race this session races in (the latest one)."""
     watching: set[str] = field(default_factory=set)
     """Races this session spectates."""
+    bucket: TokenBucket | None = None
+    """The session's rate limit, made at its first hello and kept across connections: a
+    client that floods, is closed with 4005 and resumes finds the bucket (and its
+    strikes) as it left them."""
 
 
 class SessionRegistry:
