@@ -833,8 +833,10 @@ def server_help() -> str | None:
 def target_command(target: str, port: int, db: Path, loop: str) -> list[str]:
     if target == "echo":
         return [sys.executable, "-m", "bench.echo_server", "--port", str(port), "--loop", loop]
+    # Every racer comes from 127.0.0.1: no per-address caps.
     command = [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1",
-               "--port", str(port), "--db", str(db), "--loop", loop]
+               "--port", str(port), "--db", str(db), "--loop", loop,
+               "--max-connections-per-address", "0", "--new-sessions-per-minute", "0"]
     if JOURNALS[target] == "off":
         command.append("--no-journal")
     return command

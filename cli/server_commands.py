@@ -52,7 +52,9 @@ def register(subparsers: Subparsers) -> None:
         help="run the race server",
         description="Run the race server. Each flag can also be set by an environment "
         "variable: FOURSQUARE_HOST, FOURSQUARE_PORT, FOURSQUARE_DB, FOURSQUARE_SYNC, "
-        "FOURSQUARE_LOOP (flags win).",
+        "FOURSQUARE_LOOP, FOURSQUARE_MAX_CONNECTIONS, FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS, "
+        "FOURSQUARE_NEW_SESSIONS_PER_MINUTE, FOURSQUARE_TRUSTED_PROXIES (comma-separated) "
+        "(flags win).",
     )
     serve_parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve_parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
@@ -80,6 +82,26 @@ def register(subparsers: Subparsers) -> None:
         "--quick-countdown",
         type=float,
         help="seconds of countdown in quick races once they have their minimum (default 5)",
+    )
+    limits = serve_parser.add_argument_group("limits (0: no cap)")
+    limits.add_argument(
+        "--max-connections", type=int, metavar="N",
+        help="open websocket connections in all; past it an upgrade gets HTTP 503 "
+        "(default 10000)",
+    )
+    limits.add_argument(
+        "--max-connections-per-address", type=int, metavar="N",
+        help="open websocket connections from one client address (an IPv6 /64); past it "
+        "an upgrade gets HTTP 429 (default 100)",
+    )
+    limits.add_argument(
+        "--new-sessions-per-minute", type=int, metavar="N",
+        help="new sessions one client address may start per minute (default 30)",
+    )
+    serve_parser.add_argument(
+        "--trusted-proxy", action="append", metavar="ADDR",
+        help="a reverse proxy (address or CIDR network) whose X-Forwarded-For header names "
+        "the client; repeat for several (default: none, the header is ignored)",
     )
     serve_parser.set_defaults(run=run_serve)
 
@@ -113,7 +135,14 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         config = ServerConfig.from_environment(
-            host=args.host, port=args.port, db=args.db, sync=args.sync
+            host=args.host,
+            port=args.port,
+            db=args.db,
+            sync=args.sync,
+            max_connections=args.max_connections,
+            max_connections_per_address=args.max_connections_per_address,
+            new_sessions_per_minute=args.new_sessions_per_minute,
+            trusted_proxies=args.trusted_proxy,
         )
         if args.no_journal:
             config = dataclasses.replace(config, journal=False)

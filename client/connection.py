@@ -18,7 +18,7 @@ from enum import Enum
 from typing import cast
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from protocol import (
     PROTOCOL_VERSION,
@@ -151,6 +151,7 @@ class Connection:
         self._set_state(LinkState.CONNECTING, f"Connecting to {self.url}…")
         while not self._closing:
             socket: ClientConnection | None = None
+            refusal: str | None = None
             try:
                 async with connect(
                     self.url,
@@ -172,10 +173,11 @@ class Connection:
             except ConnectionClosed:
                 pass  # the close code decides below
             except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as error:
+                refusal = refusal_sentence(error)
                 if self.welcome is None:
                     self._set_state(LinkState.CLOSED, "")
                     raise ConnectionFailed(
-                        f"Cannot reach the server at {self.url}: {_reason(error)}."
+                        refusal or f"Cannot reach the server at {self.url}: {_reason(error)}."
                     ) from None
             finally:
                 self._socket = None
@@ -190,10 +192,8 @@ class Connection:
                     f"Lost the connection to {self.url} and could not get it back "
                     f"after {self.backoff.attempts} tries."
                 ) from None
-            self._set_state(
-                LinkState.RECONNECTING,
-                f"Connection lost; trying again in {delay:.1f} s…",
-            )
+            lost = f"{refusal} Trying again" if refusal else "Connection lost; trying again"
+            self._set_state(LinkState.RECONNECTING, f"{lost} in {delay:.1f} s…")
             await self.sleep(delay)
             self.reconnects += 1
         self._set_state(LinkState.CLOSED, "Disconnected.")
@@ -256,6 +256,17 @@ class Connection:
         socket = self._socket
         if socket is not None:
             await socket.close()
+
+
+def refusal_sentence(error: BaseException) -> str | None:
+    """What the server said when it refused the websocket upgrade with an HTTP status (at
+    a connection cap it answers 429 or 503 with one sentence), or ``None``."""
+    if not isinstance(error, InvalidStatus):
+        return None
+    response = error.response
+    body = bytes(response.body or b"").decode("utf-8", errors="replace").strip()
+    said = body.splitlines()[0] if body else "The server refused the connection."
+    return f"{said} (HTTP {response.status_code})"
 
 
 def _reason(error: BaseException) -> str:

@@ -41,8 +41,9 @@ from protocol import (
     encode,
 )
 from protocol.schema import show
-from server import fanout
+from server import admission, fanout
 from server import race as core
+from server.admission import Admission
 from server.codes import new_code
 from server.config import ServerConfig
 from server.connection import Message, RaceConnection
@@ -95,6 +96,9 @@ class RaceServer:
         self.metrics.open_connections = lambda: len(self.connections)
         self.metrics.races_by_phase = self._races_by_phase
         self.sessions = SessionRegistry()
+        self.metrics.sessions = lambda: len(self.sessions)
+        self.admission = Admission(config, refused=self.metrics.refused)
+        _show_limits(config, self.metrics)
         self.hosts: dict[str, RaceHost] = {}
         # Weak: a deal lives as long as one of its races holds it.
         self._shared_deals: weakref.WeakValueDictionary[str, core.SharedDeal] = (
@@ -319,6 +323,16 @@ class RaceServer:
             )
             response.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
             return response
+        assert isinstance(connection, RaceConnection)  # serve() builds them (see start)
+        address = self.admission.client_address(
+            _peer_host(connection), request.headers.get_all("X-Forwarded-For")
+        )
+        refusal = self.admission.admit(address)
+        if refusal is not None:
+            # Counted in /metrics, not logged: a client refused at a cap could otherwise
+            # write a log line per request.
+            return connection.respond(refusal.status, refusal.sentence + "\n")
+        connection.admitted(address, lambda: self.admission.release(address))
         return None
 
     # ------------------------------------------------------------ websocket
@@ -330,7 +344,8 @@ class RaceServer:
         log_budget = self._log_budgets[connection] = LogBudget(
             self.config.logged_errors_per_connection
         )
-        log_event("connection_open", connection=str(connection.id), remote=_remote(connection))
+        log_event("connection_open", logging.INFO, connection=str(connection.id),
+                  **_remote(connection))
         conversation = _Conversation(self, connection)
         try:
             await conversation.run()
@@ -381,6 +396,22 @@ class RaceServer:
             ErrorCode.NAME_TAKEN,
             f"the name {show(hello.name)} looks the same as a connected player's name "
             "(ignoring case and look-alike letters): choose another",
+            in_reply_to="hello",
+            reply_to=hello.id,
+        )
+
+    def _too_many_new_sessions(
+        self, connection: RaceConnection, hello: protocol.Hello
+    ) -> ProtocolError | None:
+        """The refusal of a new session past its address's allowance
+        (``ServerConfig.new_sessions_per_minute``); a resume is never refused here."""
+        if hello.resume is not None:
+            return None
+        if self.admission.allow_new_session(connection.client_address, self._now()):
+            return None
+        return ProtocolError(
+            ErrorCode.SERVER_BUSY,
+            "too many new sessions from your address in the last minute; try again soon",
             in_reply_to="hello",
             reply_to=hello.id,
         )
@@ -930,11 +961,13 @@ class _Conversation:
             self._refuse_bad(error, "too many bad frames")
             return
         if isinstance(message, protocol.Hello):
-            taken = server._name_taken(message)
-            if taken is None:
+            refusal = server._name_taken(message) or server._too_many_new_sessions(
+                connection, message
+            )
+            if refusal is None:
                 self._wait_on(self._hello(message))
             else:
-                server._refuse(connection, taken)  # it may say hello again
+                server._refuse(connection, refusal)  # it may say hello again
             return
         # Counted as a bad frame: a client that never says hello must not be answered
         # for good (each answer costs an error message, and a log line while few).
@@ -1091,9 +1124,36 @@ class _Liveness:
             self._pinging.cancel()
 
 
-def _remote(connection: ServerConnection) -> str | None:
+def _peer_host(connection: ServerConnection) -> str | None:
+    """The TCP peer's address (without its port)."""
     address = connection.remote_address
-    return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else None
+    return str(address[0]) if isinstance(address, tuple) else None
+
+
+def _remote(connection: RaceConnection) -> dict[str, str | None]:
+    """Log fields naming the client: ``remote``, and ``proxy`` when a trusted proxy
+    relayed the connection (``remote`` is then the address the proxy vouched for)."""
+    address = connection.remote_address
+    peer = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else None
+    client = connection.client_address
+    if client is None or client == _peer_host(connection):
+        return {"remote": peer}
+    return {"remote": client, "proxy": peer}
+
+
+def _show_limits(config: ServerConfig, metrics: Metrics) -> None:
+    """Put the configured caps in ``/metrics`` (and every refusal reason, at 0)."""
+    metrics.limits.update(
+        connections=config.max_connections,
+        connections_per_address=config.max_connections_per_address,
+        new_sessions_per_address_per_minute=config.new_sessions_per_minute,
+    )
+    for reason in (
+        admission.CONNECTIONS,
+        admission.CONNECTIONS_PER_ADDRESS,
+        admission.NEW_SESSIONS_PER_ADDRESS,
+    ):
+        metrics.refused[reason] += 0
 
 
 #: The cyclic garbage collector's thresholds in a server process (CPython's are 700, 10, 10).

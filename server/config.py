@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from server.journal import Sync
@@ -16,6 +17,10 @@ ENVIRONMENT = {
     "port": "FOURSQUARE_PORT",
     "db": "FOURSQUARE_DB",
     "sync": "FOURSQUARE_SYNC",
+    "max_connections": "FOURSQUARE_MAX_CONNECTIONS",
+    "max_connections_per_address": "FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS",
+    "new_sessions_per_minute": "FOURSQUARE_NEW_SESSIONS_PER_MINUTE",
+    "trusted_proxies": "FOURSQUARE_TRUSTED_PROXIES",
 }
 
 Clock = Callable[[], float]
@@ -56,6 +61,20 @@ class ServerConfig:
     """Log lines a connection's errors may cause (``error_sent``, ``internal_error``);
     past them errors are only counted, in the connection's ``connection_close`` line. A
     client can cause an error per frame: one line each would let it fill the disk."""
+    max_connections: int = 10_000
+    """Open websocket connections, in all (0: no cap). Past it an upgrade is refused with
+    HTTP 503. The load goal is 5,000 racers, each with a connection, plus spectators."""
+    max_connections_per_address: int = 100
+    """Open websocket connections from one client address (0: no cap); past it an upgrade
+    is refused with HTTP 429. An IPv6 address counts as its /64 (one host or household).
+    A club behind one NAT, or a few dozen bots on one machine, fit under it."""
+    new_sessions_per_minute: int = 30
+    """New sessions (``hello`` without a resume token) one client address may start per
+    minute, in a burst or spread out (0: no cap); past it ``hello`` gets ``server_busy``.
+    A resume is never counted."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses or networks (CIDR) of reverse proxies whose ``X-Forwarded-For`` header
+    says who the client is. From any other peer the header is ignored."""
     handshake_timeout: float = 10.0
     """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade)."""
     idle_timeout: float = 900.0
@@ -114,7 +133,42 @@ def _sync(value: object) -> Sync:
         raise ValueError(f"the sync mode must be {choices}, not {value!r}") from None
 
 
+def _count(value: object) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ValueError(f"a limit must be a whole number, 0 or more, not {value!r}")
+    return number
+
+
+def _networks(value: object) -> tuple[str, ...]:
+    """Proxy addresses from a comma-separated string (the environment) or a list (flags).
+
+    >>> _networks("10.0.0.1, 192.168.0.0/16")
+    ('10.0.0.1/32', '192.168.0.0/16')
+    """
+    items: Iterable[object] = str(value).split(",") if isinstance(value, str) else value  # type: ignore[assignment]
+    networks = []
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        try:
+            networks.append(str(ipaddress.ip_network(text, strict=False)))
+        except ValueError:
+            raise ValueError(
+                f"a trusted proxy must be an IP address or network (CIDR), not {text!r}"
+            ) from None
+    return tuple(networks)
+
+
 _PARSERS: dict[str, Callable[[object], object]] = {
     "port": _port,
     "sync": _sync,
+    "max_connections": _count,
+    "max_connections_per_address": _count,
+    "new_sessions_per_minute": _count,
+    "trusted_proxies": _networks,
 }

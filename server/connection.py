@@ -67,10 +67,12 @@ class _Inbox:
     ``websockets`` connection already has 25 attributes, and past 30 every instance's
     attribute dictionary stops sharing its keys, at 1.3 KiB more per connection)."""
 
-    __slots__ = ("fragments", "handler", "held", "partial", "reading_paused", "splitting",
-                 "text", "waiting")
+    __slots__ = ("client_address", "fragments", "handler", "held", "on_lost", "partial",
+                 "reading_paused", "splitting", "text", "waiting")
 
     def __init__(self) -> None:
+        self.client_address: str | None = None
+        self.on_lost: Callable[[], None] | None = None
         self.handler: Callable[[Message], None] | None = None
         self.held = True
         self.waiting: deque[Message] | None = None
@@ -103,6 +105,26 @@ class RaceConnection(ServerConnection):
         docstring); ``False`` until the first data after the handshake, and for good
         once anything unusual came."""
         return bool(self._inbox.splitting)
+
+    @property
+    def client_address(self) -> str | None:
+        """The client's address as admitted (from a trusted proxy's header, or the peer's)."""
+        return self._inbox.client_address
+
+    def admitted(self, client_address: str | None, on_lost: Callable[[], None]) -> None:
+        """Record whom this connection was admitted for, and call ``on_lost`` once it is
+        gone, whether or not its handshake completed (the count it holds is given back)."""
+        self._inbox.client_address = client_address
+        self._inbox.on_lost = on_lost
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The TCP connection is gone: ``websockets``' bookkeeping, then ``on_lost``."""
+        try:
+            super().connection_lost(exc)
+        finally:
+            on_lost, self._inbox.on_lost = self._inbox.on_lost, None
+            if on_lost is not None:
+                on_lost()
 
     def deliver_to(self, handler: Callable[[Message], None]) -> None:
         """Hand every message to ``handler`` from now on, starting with any held."""

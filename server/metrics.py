@@ -48,6 +48,12 @@ class Metrics:
         self.move_latency = Histogram()
         self.open_connections: Callable[[], int] = lambda: 0
         self.races_by_phase: Callable[[], dict[str, int]] = dict
+        self.refused: Counter[str] = Counter()
+        """Upgrades and new sessions refused at a cap, by reason (see server.admission)."""
+        self.limits: dict[str, float] = {}
+        """The configured caps, by name (0: none)."""
+        self.sessions: Callable[[], int] = lambda: 0
+        self.sessions_expired_total = 0
 
     def render(self) -> str:
         """The whole exposition, ending with a newline."""
@@ -74,6 +80,26 @@ class Metrics:
         ]
         errors = sorted(self.errors.items())
         out += [f'foursquare_errors_total{{code="{code}"}} {n}' for code, n in errors]
+        out += [
+            "# HELP foursquare_refused_total Connections and new sessions refused at a cap, "
+            "by reason.",
+            "# TYPE foursquare_refused_total counter",
+        ]
+        refused = sorted(self.refused.items())
+        out += [f'foursquare_refused_total{{reason="{reason}"}} {n}' for reason, n in refused]
+        out += [
+            "# HELP foursquare_limit A configured cap, by name (0: none).",
+            "# TYPE foursquare_limit gauge",
+        ]
+        out += [f'foursquare_limit{{limit="{name}"}} {n:g}' for name, n in self.limits.items()]
+        out += [
+            "# HELP foursquare_sessions Sessions in memory (connected or not).",
+            "# TYPE foursquare_sessions gauge",
+            f"foursquare_sessions {self.sessions()}",
+            "# HELP foursquare_sessions_expired_total Sessions forgotten after their idle time.",
+            "# TYPE foursquare_sessions_expired_total counter",
+            f"foursquare_sessions_expired_total {self.sessions_expired_total}",
+        ]
         out += [
             "# HELP foursquare_move_latency_seconds From receiving a move to acknowledging it.",
             "# TYPE foursquare_move_latency_seconds histogram",

@@ -30,6 +30,10 @@ class TokenBucket:
         earn its whole burst back is forgiven; one that keeps pushing is closed when this
         reaches ``ServerConfig.rate_strikes``."""
 
+    def full(self, now: float) -> bool:
+        """Whether the whole burst is back by ``now`` (nothing taken)."""
+        return self._tokens + max(0.0, now - self._last) * self.rate >= self.burst
+
     def allow(self, now: float) -> bool:
         """Take a token if there is one: whether the message may be handled."""
         elapsed = max(0.0, now - self._last)

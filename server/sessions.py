@@ -64,6 +64,9 @@ class SessionRegistry:
         """Human players' sessions under each of their names' look-alike keys (for
         :meth:`name_in_use`)."""
 
+    def __len__(self) -> int:
+        return len(self._by_id)
+
     def create(self, name: str, bot: bool, role: Role) -> tuple[Session, str]:
         """A new session and its token (to be sent to its owner only, once)."""
         token = secrets.token_urlsafe(16)  # 128 bits

@@ -42,7 +42,9 @@ class LiveServer:
 
 
 def fast_config(db_path: Path) -> ServerConfig:
-    """A config for tests: a free port, this journal, countdowns short enough not to wait."""
+    """A config for tests: a free port, this journal, countdowns short enough not to wait,
+    and no cap on new sessions (every test client comes from 127.0.0.1, and some tests
+    start more than a minute's allowance; tests of that cap set it)."""
     from server.config import ServerConfig
 
     return ServerConfig(
@@ -51,6 +53,7 @@ def fast_config(db_path: Path) -> ServerConfig:
         db=str(db_path),
         quick_countdown=0.2,
         handshake_timeout=5.0,
+        new_sessions_per_minute=0,
     )
 
 

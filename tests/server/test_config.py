@@ -44,3 +44,34 @@ def test_the_journal_sync_mode_comes_from_a_flag_or_the_environment() -> None:
         ServerConfig.from_environment({"FOURSQUARE_SYNC": "sometimes"})
     args = build_parser().parse_args(["serve", "--sync", "full", "--no-journal"])
     assert (args.sync, args.no_journal) == ("full", True)
+
+
+def test_limits_and_trusted_proxies_come_from_flags_or_the_environment() -> None:
+    environ = {
+        "FOURSQUARE_MAX_CONNECTIONS": "500",
+        "FOURSQUARE_TRUSTED_PROXIES": "10.0.0.1, 192.168.0.0/16",
+    }
+    config = ServerConfig.from_environment(environ, max_connections_per_address=0)
+    assert (config.max_connections, config.max_connections_per_address) == (500, 0)
+    assert config.trusted_proxies == ("10.0.0.1/32", "192.168.0.0/16")
+    args = build_parser().parse_args(
+        ["serve", "--trusted-proxy", "::1", "--trusted-proxy", "10.1.0.0/16",
+         "--new-sessions-per-minute", "5"]
+    )
+    config = ServerConfig.from_environment(
+        {}, trusted_proxies=args.trusted_proxy, new_sessions_per_minute=args.new_sessions_per_minute
+    )
+    assert config.trusted_proxies == ("::1/128", "10.1.0.0/16")
+    assert config.new_sessions_per_minute == 5
+
+
+@pytest.mark.parametrize(
+    ("environ", "problem"),
+    [
+        ({"FOURSQUARE_MAX_CONNECTIONS": "-1"}, "whole number"),
+        ({"FOURSQUARE_TRUSTED_PROXIES": "proxy.example"}, "trusted proxy"),
+    ],
+)
+def test_a_bad_limit_is_refused_with_a_sentence(environ: dict[str, str], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        ServerConfig.from_environment(environ)
