@@ -53,7 +53,8 @@ def register(subparsers: Subparsers) -> None:
         description="Run the race server. Each flag can also be set by an environment "
         "variable: FOURSQUARE_HOST, FOURSQUARE_PORT, FOURSQUARE_DB, FOURSQUARE_SYNC, "
         "FOURSQUARE_LOOP, FOURSQUARE_MAX_CONNECTIONS, FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS, "
-        "FOURSQUARE_NEW_SESSIONS_PER_MINUTE, FOURSQUARE_TRUSTED_PROXIES (comma-separated) "
+        "FOURSQUARE_NEW_SESSIONS_PER_MINUTE, FOURSQUARE_SESSION_EXPIRY, "
+        "FOURSQUARE_TRUSTED_PROXIES (comma-separated) "
         "(flags win).",
     )
     serve_parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
@@ -97,6 +98,11 @@ def register(subparsers: Subparsers) -> None:
     limits.add_argument(
         "--new-sessions-per-minute", type=int, metavar="N",
         help="new sessions one client address may start per minute (default 30)",
+    )
+    limits.add_argument(
+        "--session-expiry", type=float, metavar="SECONDS",
+        help="forget a session after this long with no connection, unless it is in a race "
+        "or a tournament not over (default 86400: a day)",
     )
     serve_parser.add_argument(
         "--trusted-proxy", action="append", metavar="ADDR",
@@ -142,6 +148,7 @@ def run_serve(args: argparse.Namespace) -> int:
             max_connections=args.max_connections,
             max_connections_per_address=args.max_connections_per_address,
             new_sessions_per_minute=args.new_sessions_per_minute,
+            session_idle_expiry=args.session_expiry,
             trusted_proxies=args.trusted_proxy,
         )
         if args.no_journal:

@@ -47,11 +47,13 @@ from server.admission import Admission
 from server.codes import new_code
 from server.config import ServerConfig
 from server.connection import Message, RaceConnection
+from server.expiry import SessionExpiry
 from server.host import RaceHost
 from server.journal import (
     DisabledJournal,
     Journal,
     PlayerRecord,
+    PlayerSeen,
     RaceOpened,
     Recovered,
     replay_commands,
@@ -121,6 +123,7 @@ class RaceServer:
         """Pars being computed, by deal: races dealt one seed share one search."""
         self._announcing: set[asyncio.Task[None]] = set()
         """Finished races waiting for their par (held so the tasks are not lost)."""
+        self._expiry: SessionExpiry | None = None
         self._par_worker = ParWorker()
         """One low-priority child process for par searches, one at a time, however many
         races finish together."""
@@ -148,6 +151,9 @@ class RaceServer:
         else:
             self._journal = DisabledJournal()
         self.tournaments.start()
+        self._expiry = SessionExpiry(
+            self.config, self.sessions, self.journal, self.metrics, self._holds
+        )
         self._server = await serve(
             self._handle,
             self.config.host,
@@ -178,8 +184,16 @@ class RaceServer:
         log_event("server_stopping", connections=len(self.connections), races=len(self.hosts))
         if self._server is not None:
             self._server.close(close_connections=False)
+        if self._expiry is not None:
+            self._expiry.stop()
         await asyncio.gather(*(host.drain() for host in self.hosts.values()))
         if self._journal is not None:
+            if not self.failed:
+                # Connected sessions were seen until now: their idle time starts here.
+                now = self._now()
+                seen = [PlayerSeen(s.session_id, now) for s in self.sessions.connected()]
+                if seen:
+                    self._journal.submit(*seen)
             await asyncio.to_thread(self._journal.close)
         closing = [
             connection.close(CloseCode.GOING_AWAY, "the server is shutting down")
@@ -213,9 +227,10 @@ class RaceServer:
 
     def _recover(self, recovered: Recovered) -> None:
         """Bring back every player and every unfinished race from the journal."""
-        for player in recovered.players:
+        for player in recovered.players:  # loaded in the order they were last seen
             self.sessions.add(
-                Session(player.player_id, player.token_hash, player.name, player.bot, player.role)
+                Session(player.player_id, player.token_hash, player.name, player.bot, player.role),
+                idle_since=player.created_at if player.last_seen is None else player.last_seen,
             )
         races = [(unplayed(stored), stored) for stored in recovered.races]
         for race, _ in races:  # every race in its deal before any replays, so none finishes early
@@ -432,7 +447,7 @@ class RaceServer:
                     connection,
                     ProtocolError(
                         ErrorCode.INVALID_TOKEN,
-                        "this resume token is unknown: say hello without it",
+                        "this resume token is unknown or expired: say hello without it",
                         in_reply_to="hello",
                         reply_to=hello.id,
                     ),
@@ -442,22 +457,24 @@ class RaceServer:
             session, token = found, hello.resume
             previous = session.connection
             if previous is not None and previous is not connection:
-                session.connection = None
                 self._detach(session, previous, quietly=True)
                 self.close_later(previous, CloseCode.REPLACED, "resumed elsewhere")
+            self.journal.submit(PlayerSeen(session.session_id, self._now()))
         else:
-            session, token = self.sessions.create(hello.name, hello.bot, hello.role)
+            now = self._now()
+            session, token = self.sessions.create(hello.name, hello.bot, hello.role, now)
             await self.journal.write(
                 PlayerRecord(
                     session.session_id,
                     session.token_hash,
                     session.name,
                     session.bot,
-                    self._now(),
+                    now,
                     session.role,
+                    last_seen=now,
                 )
             )
-        session.connection = connection
+        self.sessions.attach(session, connection)
         log_event(
             "hello",
             connection=str(connection.id),
@@ -504,7 +521,10 @@ class RaceServer:
     ) -> None:
         """The session's connection is gone: stop feeding it, and free lobby seats."""
         if session.connection is connection:
-            session.connection = None
+            now = self._now()
+            self.sessions.detach(session, now)
+            if not quietly and not self.stopping:  # (stop journals every session at once)
+                self.journal.submit(PlayerSeen(session.session_id, now))
         for race_id in session.watching:
             watched = self.hosts.get(race_id)
             if watched is not None:
@@ -859,6 +879,19 @@ class RaceServer:
                 f"you are already in race {host.race_id}: leave or finish it first",
             )
 
+    def _holds(self, session: Session) -> bool:
+        """Whether an idle session must be kept: it races in a race not over (from the
+        lobby on: a recovered lobby still seats it), or it is entered in a tournament
+        that is not over."""
+        host = self.hosts.get(session.race_id) if session.race_id else None
+        if (
+            host is not None
+            and host.race.phase is not core.Phase.FINISHED
+            and host.race.has_racer(session.session_id)
+        ):
+            return True
+        return self.tournaments.has_entrant(session.session_id)
+
     def _find(self, race: str) -> RaceHost:
         host = self.hosts.get(race.upper())
         if host is None:
@@ -1147,6 +1180,7 @@ def _show_limits(config: ServerConfig, metrics: Metrics) -> None:
         connections=config.max_connections,
         connections_per_address=config.max_connections_per_address,
         new_sessions_per_address_per_minute=config.new_sessions_per_minute,
+        session_idle_expiry_seconds=config.session_idle_expiry,
     )
     for reason in (
         admission.CONNECTIONS,

@@ -20,6 +20,7 @@ ENVIRONMENT = {
     "max_connections": "FOURSQUARE_MAX_CONNECTIONS",
     "max_connections_per_address": "FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS",
     "new_sessions_per_minute": "FOURSQUARE_NEW_SESSIONS_PER_MINUTE",
+    "session_idle_expiry": "FOURSQUARE_SESSION_EXPIRY",
     "trusted_proxies": "FOURSQUARE_TRUSTED_PROXIES",
 }
 
@@ -75,6 +76,15 @@ class ServerConfig:
     trusted_proxies: tuple[str, ...] = ()
     """Addresses or networks (CIDR) of reverse proxies whose ``X-Forwarded-For`` header
     says who the client is. From any other peer the header is ignored."""
+    session_idle_expiry: float = 24 * 3600.0
+    """Seconds a session with no connection, in no race and entered in no tournament that
+    is not over is kept; then it is forgotten and its resume token is refused (0: never).
+    Long enough for a client that keeps its token to come back the next day."""
+    session_expiry_interval: float = 60.0
+    """Seconds between two looks for expired sessions."""
+    session_expiry_batch: int = 1000
+    """Sessions forgotten at most in one look (then the next look comes at once, after
+    the event loop has run what waits): a backlog never holds the loop for long."""
     handshake_timeout: float = 10.0
     """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade)."""
     idle_timeout: float = 900.0
@@ -143,6 +153,16 @@ def _count(value: object) -> int:
     return number
 
 
+def _seconds(value: object) -> float:
+    try:
+        seconds = float(str(value))
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also refuses NaN
+        raise ValueError(f"a time must be a number of seconds, 0 or more, not {value!r}")
+    return seconds
+
+
 def _networks(value: object) -> tuple[str, ...]:
     """Proxy addresses from a comma-separated string (the environment) or a list (flags).
 
@@ -170,5 +190,6 @@ _PARSERS: dict[str, Callable[[object], object]] = {
     "max_connections": _count,
     "max_connections_per_address": _count,
     "new_sessions_per_minute": _count,
+    "session_idle_expiry": _seconds,
     "trusted_proxies": _networks,
 }

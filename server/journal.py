@@ -20,13 +20,15 @@ accepted with their times; :func:`rebuild` replays them through a fresh
 :class:`~server.race.Race`, which is deterministic, so a server killed at any moment comes
 back with every race exactly as it was after the last acknowledged command.
 
-Tables (``schema_version`` 4; an older file is brought up to it when opened: version 1
-gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``, and
+Tables (``schema_version`` 5; an older file is brought up to it when opened: version 1
+gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``,
 versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
-``commands_after`` instead):
+``commands_after`` instead, and versions 1 to 4 gain ``players.last_seen``):
 
 - ``players``: one row per player identity and its role (player or spectator); the resume
-  token is kept only as a SHA-256.
+  token is kept only as a SHA-256. ``last_seen`` is when it last connected or left; a
+  session idle for too long is deleted (see :mod:`server.expiry`), so the rows a start
+  reads do not grow with every session ever made.
 - ``races``: one row per race; ``tournament_id`` is there for hosted tournaments, and
   ``commands_after`` is the last command's ``seq`` when the race was opened: its own
   commands all come after it.
@@ -68,7 +70,7 @@ from server.race import (
     Tick,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # seq is the rowid: commands are never deleted, so it only grows (see _drop_autoincrement
 # for why not AUTOINCREMENT). No index by race: see _drop_index_by_race.
@@ -87,7 +89,8 @@ CREATE TABLE IF NOT EXISTS players (
     name TEXT NOT NULL,
     bot INTEGER NOT NULL,
     created_at REAL NOT NULL,
-    role TEXT NOT NULL DEFAULT 'player'
+    role TEXT NOT NULL DEFAULT 'player',
+    last_seen REAL
 );
 CREATE TABLE IF NOT EXISTS races (
     race_id TEXT PRIMARY KEY,
@@ -130,6 +133,24 @@ class PlayerRecord:
     created_at: float
     role: Role = Role.PLAYER
     """A spectator session stays one after a restart."""
+    last_seen: float | None = None
+    """When the player last connected or left (``created_at`` until then): how long it
+    has been idle, for session expiry."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerSeen:
+    """Player ``player_id`` connected or left at ``at``."""
+
+    player_id: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PlayersForgotten:
+    """These players' sessions expired: their rows go, and their tokens with them."""
+
+    player_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +190,15 @@ class StoredRecord(Protocol):
     def store(self, connection: sqlite3.Connection) -> None: ...
 
 
-Record = PlayerRecord | RaceOpened | CommandRecord | ResultRecord | StoredRecord
+Record = (
+    PlayerRecord
+    | PlayerSeen
+    | PlayersForgotten
+    | RaceOpened
+    | CommandRecord
+    | ResultRecord
+    | StoredRecord
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -565,9 +594,12 @@ class Journal:
         connection = _connect(Path(path))
         try:
             players = tuple(
-                PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]))
+                PlayerRecord(
+                    row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]), row[6]
+                )
                 for row in connection.execute(
-                    "SELECT player_id, token_hash, name, bot, created_at, role FROM players"
+                    "SELECT player_id, token_hash, name, bot, created_at, role,"
+                    " coalesce(last_seen, created_at) AS seen FROM players ORDER BY seen"
                 )
             )
             unfinished = connection.execute(
@@ -638,6 +670,9 @@ def _migrate(connection: sqlite3.Connection) -> None:
         _drop_autoincrement(connection)
     if version < 4:
         _drop_index_by_race(connection)
+    if version < 5:
+        # When a player was last seen, for session expiry (NULL: its created_at).
+        connection.execute("ALTER TABLE players ADD COLUMN last_seen REAL")
     connection.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
     connection.execute("COMMIT")
 
@@ -829,6 +864,9 @@ def _write_transaction(connection: sqlite3.Connection, records: list[Record]) ->
 #: Commands per multi-row INSERT (3 parameters each: under SQLite's oldest limit of 999).
 _COMMANDS_PER_INSERT = 300
 
+#: Players per DELETE of expired sessions (one parameter each, under the same limit).
+_PLAYERS_PER_DELETE = 500
+
 
 def _insert_all(connection: sqlite3.Connection, records: list[Record]) -> None:
     """Insert ``records`` in order, runs of commands as multi-row INSERTs.
@@ -863,12 +901,24 @@ def _insert_commands(connection: sqlite3.Connection, commands: list[CommandRecor
 
 def _insert(connection: sqlite3.Connection, record: Record) -> None:
     match record:
-        case PlayerRecord(player_id, token_hash, name, bot, created_at, role):
+        case PlayerRecord(player_id, token_hash, name, bot, created_at, role, last_seen):
             connection.execute(
                 "INSERT OR REPLACE INTO players"
-                " (player_id, token_hash, name, bot, created_at, role) VALUES (?, ?, ?, ?, ?, ?)",
-                (player_id, token_hash, name, int(bot), created_at, role.value),
+                " (player_id, token_hash, name, bot, created_at, role, last_seen)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (player_id, token_hash, name, int(bot), created_at, role.value, last_seen),
             )
+        case PlayerSeen(player_id, at):
+            connection.execute(
+                "UPDATE players SET last_seen = ? WHERE player_id = ?", (at, player_id)
+            )
+        case PlayersForgotten(player_ids):
+            for start in range(0, len(player_ids), _PLAYERS_PER_DELETE):
+                chunk = player_ids[start : start + _PLAYERS_PER_DELETE]
+                connection.execute(
+                    f"DELETE FROM players WHERE player_id IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                )
         case RaceOpened(race_id, seed, options, code, created_at, tournament_id):
             connection.execute(
                 "INSERT INTO races"

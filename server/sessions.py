@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
 
     from server.rate_limit import TokenBucket
+
+
+def _named(session: Session) -> bool:
+    """Whether ``session``'s name must be unique among those connected: only human
+    players' (see ``RaceServer._name_taken``)."""
+    return not session.bot and session.role is Role.PLAYER
 
 
 def token_digest(token: str) -> bytes:
@@ -42,6 +49,9 @@ class Session:
     """The race this session races in (the latest one)."""
     watching: set[str] = field(default_factory=set)
     """Races this session spectates."""
+    idle_since: float | None = None
+    """When the session was last left without a connection (wall clock); ``None`` while
+    it has one."""
     bucket: TokenBucket | None = None
     """The session's rate limit, made at its first hello and kept across connections: a
     client that floods, is closed with 4005 and resumes finds the bucket (and its
@@ -49,10 +59,16 @@ class Session:
 
 
 class SessionRegistry:
-    """Every session the server knows, by id and by token digest.
+    """Every session the server knows, by id and by token digest, and since when each
+    one without a connection has been idle.
+
+    A session's connection is set through :meth:`attach` and :meth:`detach`, which keep
+    the idle sessions in the order they were left (oldest first), so that expiry looks
+    only at the oldest ones, and count the connected human players by their names'
+    look-alike keys.
 
     >>> registry = SessionRegistry()
-    >>> session, token = registry.create("ann", bot=False, role=Role.PLAYER)
+    >>> session, token = registry.create("ann", bot=False, role=Role.PLAYER, now=0.0)
     >>> registry.resume(token) is session, registry.resume("x" * 22)
     (True, None)
     """
@@ -60,50 +76,99 @@ class SessionRegistry:
     def __init__(self) -> None:
         self._by_id: dict[str, Session] = {}
         self._by_digest: dict[bytes, Session] = {}
-        self._by_look: dict[str, list[Session]] = {}
-        """Human players' sessions under each of their names' look-alike keys (for
-        :meth:`name_in_use`)."""
+        self._connected_looks: Counter[str] = Counter()
+        """The look-alike keys of connected human players' names, each with how many
+        use it (for :meth:`name_in_use`)."""
+        self._idle: dict[str, Session] = {}
+        """Sessions without a connection, by id, in the order they were left: a dict
+        keeps insertion order, and a session left again moves to the end."""
 
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def create(self, name: str, bot: bool, role: Role) -> tuple[Session, str]:
-        """A new session and its token (to be sent to its owner only, once)."""
+    def create(self, name: str, bot: bool, role: Role, now: float) -> tuple[Session, str]:
+        """A new session and its token (to be sent to its owner only, once); it counts
+        as idle from ``now`` until :meth:`attach`."""
         token = secrets.token_urlsafe(16)  # 128 bits
         session_id = "p-" + secrets.token_hex(5)
         while session_id in self._by_id:
             session_id = "p-" + secrets.token_hex(5)
         session = Session(session_id, token_digest(token), name, bot, role)
-        self.add(session)
+        self.add(session, idle_since=now)
         return session, token
 
-    def add(self, session: Session) -> None:
-        """Register a session (a new one, or one recovered from the journal)."""
+    def add(self, session: Session, idle_since: float) -> None:
+        """Register a session without a connection (a new one, or one recovered from the
+        journal: add those oldest first) that has been idle since ``idle_since``."""
         self._by_id[session.session_id] = session
         self._by_digest[session.token_hash] = session
-        if not session.bot and session.role is Role.PLAYER:
+        session.idle_since = idle_since
+        self._idle[session.session_id] = session
+
+    def attach(self, session: Session, connection: ServerConnection) -> None:
+        """``session`` is now on ``connection`` (which replaces any other)."""
+        if session.connection is None:
+            self._idle.pop(session.session_id, None)
+            if _named(session):
+                self._connected_looks.update(lookalike_keys(session.name))
+        session.connection = connection
+        session.idle_since = None
+
+    def detach(self, session: Session, now: float) -> None:
+        """``session`` has no connection any more, from ``now`` on."""
+        if session.connection is not None and _named(session):
             for key in lookalike_keys(session.name):
-                self._by_look.setdefault(key, []).append(session)
+                self._connected_looks[key] -= 1
+                if self._connected_looks[key] <= 0:
+                    del self._connected_looks[key]
+        session.connection = None
+        session.idle_since = now
+        self._idle.pop(session.session_id, None)  # to the end: the most recently left
+        self._idle[session.session_id] = session
+
+    def idle_before(self, cutoff: float, limit: int) -> list[Session]:
+        """Up to ``limit`` sessions idle since before ``cutoff``, oldest first.
+
+        Only the oldest are looked at: the scan stops at the first session left after
+        ``cutoff`` (the order is the order they were left, so only a wall clock that
+        went back could put a later one behind it, and that one is found next time).
+        """
+        found: list[Session] = []
+        for session in self._idle.values():
+            if len(found) >= limit or session.idle_since is None or session.idle_since > cutoff:
+                break
+            found.append(session)
+        return found
+
+    def remove(self, session: Session) -> None:
+        """Forget an idle session: its token is refused from now on."""
+        if session.connection is not None:
+            raise ValueError(f"session {session.session_id} is connected")
+        del self._by_id[session.session_id]
+        del self._by_digest[session.token_hash]
+        self._idle.pop(session.session_id, None)
+
+    def connected(self) -> list[Session]:
+        """The sessions that have a connection now."""
+        return [s for s in self._by_id.values() if s.connection is not None]
 
     def name_in_use(self, name: str) -> bool:
         """Whether a connected human player's name looks the same as ``name``, ignoring
         case and look-alike letters (:func:`protocol.names.lookalike_keys`).
 
         >>> registry = SessionRegistry()
-        >>> ann, _ = registry.create("Ann", bot=False, role=Role.PLAYER)
+        >>> ann, _ = registry.create("Ann", bot=False, role=Role.PLAYER, now=0.0)
         >>> registry.name_in_use("ann")
         False
-        >>> ann.connection = object()  # any connection
+        >>> registry.attach(ann, object())  # any connection
         >>> registry.name_in_use("ANN"), registry.name_in_use("\u0410nn")
         (True, True)
         >>> registry.name_in_use("bob")
         False
+        >>> registry.detach(ann, now=1.0); registry.name_in_use("ann")
+        False
         """
-        return any(
-            session.connection is not None
-            for key in lookalike_keys(name)
-            for session in self._by_look.get(key, ())
-        )
+        return any(self._connected_looks[key] > 0 for key in lookalike_keys(name))
 
     def resume(self, token: str) -> Session | None:
         """The session ``token`` belongs to, or ``None``."""

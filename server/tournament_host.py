@@ -30,6 +30,7 @@ from protocol.schema import show
 from protocol.tournament import (
     TOURNAMENT_CLIENT_MESSAGES,
     CreateTournament,
+    EntrantState,
     ExportTournament,
     HostAction,
     JoinTournament,
@@ -189,6 +190,17 @@ class TournamentDesk:
     def wake(self) -> None:
         """Look at the arenas' deadlines again now (after the clock moved)."""
         self._wake.set()
+
+    def has_entrant(self, session_id: str) -> bool:
+        """Whether ``session_id`` is entered (and not removed) in a tournament not over:
+        its session must outlive any idle time, to be dealt the next races."""
+        for tournament in self.tournaments.values():
+            if tournament.status is TournamentStatus.FINISHED:
+                continue
+            entrant = tournament.entrants.get(session_id)
+            if entrant is not None and entrant.state is not EntrantState.REMOVED:
+                return True
+        return False
 
     # ------------------------------------------------------------- requests
 
