@@ -66,6 +66,28 @@ def _add_server_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server", default=DEFAULT_SERVER, help=f"the server's address (default {DEFAULT_SERVER})"
     )
+    ca_file_argument(parser)
+
+
+def ca_file_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--ca-file``: certificates to trust for a ``wss://`` server."""
+    parser.add_argument(
+        "--ca-file", metavar="FILE",
+        help="for a wss:// server: a PEM file of certificates to trust besides the system's "
+        "(a private CA, or the server's own self-signed certificate)",
+    )
+
+
+def _refuse_ca_file(args: argparse.Namespace) -> bool:
+    """Say why ``--ca-file`` cannot be used before connecting; whether it cannot."""
+    from client.connection import tls_options
+
+    try:
+        tls_options(args.server, args.ca_file)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return True
+    return False
 
 
 def tournament_code(text: str) -> str:
@@ -119,12 +141,12 @@ def run_play(args: argparse.Namespace) -> int:
     from client.network_app import NetworkApp, Plan
 
     name = _name_to_send(args.name if args.name is not None else _default_name())
-    if name is None:
+    if name is None or _refuse_ca_file(args):
         return 2
     if args.tournament:
         from client.tournament_app import TournamentApp
 
-        connection = Connection(args.server, name)
+        connection = Connection(args.server, name, ca_file=args.ca_file)
         return TournamentApp(connection, args.tournament, playing=True).run() or 0
     if args.quick:
         plan = Plan.quick()
@@ -134,7 +156,7 @@ def run_play(args: argparse.Namespace) -> int:
         plan = Plan.create()
     else:
         plan = Plan()
-    app = NetworkApp(Connection(args.server, name), plan)
+    app = NetworkApp(Connection(args.server, name, ca_file=args.ca_file), plan)
     return app.run() or 0
 
 
@@ -146,9 +168,9 @@ def run_watch(args: argparse.Namespace) -> int:
     from protocol import Role
 
     name = _name_to_send(args.name)
-    if name is None:
+    if name is None or _refuse_ca_file(args):
         return 2
-    connection = Connection(args.server, name, role=Role.SPECTATOR)
+    connection = Connection(args.server, name, role=Role.SPECTATOR, ca_file=args.ca_file)
     if args.tournament:
         return TournamentApp(connection, args.tournament, playing=False).run() or 0
     return NetworkApp(connection, Plan.spectate(args.code)).run() or 0
@@ -171,17 +193,24 @@ def run_bot(args: argparse.Namespace) -> int:
     if not 1 <= args.n <= 100:
         print("error: -n must be from 1 to 100", file=sys.stderr)
         return 2
+    if _refuse_ca_file(args):
+        return 2
     if args.tournament:
         from client.tournament_bot import run_tournament_bots
 
         entered = asyncio.run(
-            run_tournament_bots(args.server, args.tournament, strategy, args.n, pace=args.pace)
+            run_tournament_bots(
+                args.server, args.tournament, strategy, args.n, pace=args.pace,
+                ca_file=args.ca_file,
+            )
         )
         for entry in entered:
             print(entry.describe())
         return 0 if all(entry.standing is not None for entry in entered) else 1
     request = JoinRace(race=args.race) if args.race else QuickRace()
-    results = asyncio.run(run_bots(args.server, args.n, request, strategy, pace=args.pace))
+    results = asyncio.run(
+        run_bots(args.server, args.n, request, strategy, pace=args.pace, ca_file=args.ca_file)
+    )
     for result in results:
         print(result.describe())
     return 0 if all(result.standing is not None for result in results) else 1

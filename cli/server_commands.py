@@ -54,7 +54,7 @@ def register(subparsers: Subparsers) -> None:
         "variable: FOURSQUARE_HOST, FOURSQUARE_PORT, FOURSQUARE_DB, FOURSQUARE_SYNC, "
         "FOURSQUARE_LOOP, FOURSQUARE_MAX_CONNECTIONS, FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS, "
         "FOURSQUARE_NEW_SESSIONS_PER_MINUTE, FOURSQUARE_SESSION_EXPIRY, "
-        "FOURSQUARE_TRUSTED_PROXIES (comma-separated) "
+        "FOURSQUARE_TRUSTED_PROXIES (comma-separated), FOURSQUARE_TLS_CERT, FOURSQUARE_TLS_KEY "
         "(flags win).",
     )
     serve_parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
@@ -105,6 +105,12 @@ def register(subparsers: Subparsers) -> None:
         "or a tournament not over (default 86400: a day)",
     )
     serve_parser.add_argument(
+        "--tls-cert", metavar="FILE",
+        help="PEM certificate chain: serve wss:// (and https:// for /healthz and /metrics); "
+        "needs --tls-key",
+    )
+    serve_parser.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM key")
+    serve_parser.add_argument(
         "--trusted-proxy", action="append", metavar="ADDR",
         help="a reverse proxy (address or CIDR network) whose X-Forwarded-For header names "
         "the client; repeat for several (default: none, the header is ignored)",
@@ -150,6 +156,8 @@ def run_serve(args: argparse.Namespace) -> int:
             new_sessions_per_minute=args.new_sessions_per_minute,
             session_idle_expiry=args.session_expiry,
             trusted_proxies=args.trusted_proxy,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
         )
         if args.no_journal:
             config = dataclasses.replace(config, journal=False)
@@ -178,6 +186,9 @@ def run_serve(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"error: cannot serve on {config.host}:{config.port}: {error}", file=sys.stderr)
         return 1
+    except ValueError as error:  # a certificate or key that cannot be used
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if not clean:
         print("error: the journal failed; restart to recover from it", file=sys.stderr)
     return 0 if clean else 1

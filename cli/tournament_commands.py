@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli.client_commands import ca_file_argument
+
 if TYPE_CHECKING:
     from protocol.tournament import TournamentClientMessage, TournamentExport, TournamentState
 
@@ -87,6 +89,7 @@ def register(subparsers: Subparsers) -> None:
         "--server", default=DEFAULT_SERVER, help=f"ask this server (default {DEFAULT_SERVER})"
     )
     source.add_argument("--db", type=Path, help="read the server's database file instead")
+    ca_file_argument(export)
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.add_argument("-o", "--output", type=Path, help="write here (default: stdout)")
     export.add_argument(
@@ -103,6 +106,7 @@ def _server_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server", default=DEFAULT_SERVER, help=f"the server's address (default {DEFAULT_SERVER})"
     )
+    ca_file_argument(parser)
 
 
 # ------------------------------------------------------------------ commands
@@ -128,7 +132,7 @@ def run_create(args: argparse.Namespace) -> int:
             arena_duration=args.arena_minutes * 60,
             seed_policy=SeedPolicy(args.seeds),
         )
-        answer = ask(args.server, CreateTournament(options=options, id=1))
+        answer = ask(args.server, CreateTournament(options=options, id=1), args.ca_file)
     except CommandFailed as error:
         return _fail(error)
     assert isinstance(answer, TournamentCreated)
@@ -158,7 +162,7 @@ def run_host_command(args: argparse.Namespace) -> int:
         id=1,
     )
     try:
-        answer = ask(args.server, message)
+        answer = ask(args.server, message, args.ca_file)
     except CommandFailed as error:
         return _fail(error)
     assert isinstance(answer, TournamentState)
@@ -171,7 +175,9 @@ def run_standings(args: argparse.Namespace) -> int:
     from protocol.tournament import TournamentState, WatchTournament
 
     try:
-        answer = ask(args.server, WatchTournament(tournament=args.code.upper(), id=1))
+        answer = ask(
+            args.server, WatchTournament(tournament=args.code.upper(), id=1), args.ca_file
+        )
     except CommandFailed as error:
         return _fail(error)
     assert isinstance(answer, TournamentState)
@@ -187,7 +193,7 @@ def run_export(args: argparse.Namespace) -> int:
         export = (
             _export_from_db(args.db, args.code.upper())
             if args.db
-            else _export_from_server(args.server, args.code.upper())
+            else _export_from_server(args.server, args.code.upper(), args.ca_file)
         )
     except CommandFailed as error:
         return _fail(error)
@@ -260,17 +266,24 @@ def describe(state: TournamentState) -> str:
     return "\n".join(lines)
 
 
-def ask(server: str, message: TournamentClientMessage) -> object:
-    """Say hello to ``server``, send ``message``, and return the answer to it.
+def ask(server: str, message: TournamentClientMessage, ca_file: str | None = None) -> object:
+    """Say hello to ``server``, send ``message``, and return the answer to it
+    (``ca_file``: a CA to trust for a ``wss://`` server, besides the system's).
 
     Raises :class:`CommandFailed` with the server's words if it answers with an error.
     """
     import asyncio
 
-    return asyncio.run(_ask(server, message))
+    from client.connection import tls_options
+
+    try:
+        tls = tls_options(server, ca_file)
+    except ValueError as error:
+        raise CommandFailed(str(error)) from None
+    return asyncio.run(_ask(server, message, tls))
 
 
-async def _ask(server: str, message: TournamentClientMessage) -> object:
+async def _ask(server: str, message: TournamentClientMessage, tls: dict[str, Any]) -> object:
     import asyncio
 
     from websockets.asyncio.client import connect
@@ -282,7 +295,7 @@ async def _ask(server: str, message: TournamentClientMessage) -> object:
     try:
         async with (
             asyncio.timeout(ANSWER_TIMEOUT),
-            connect(server, compression=None, max_size=None) as connection,
+            connect(server, compression=None, max_size=None, **tls) as connection,
         ):
             await connection.send(encode(Hello(name="host", bot=False, client="foursquare-cli")))
             welcome = decode_server(await connection.recv())
@@ -299,10 +312,10 @@ async def _ask(server: str, message: TournamentClientMessage) -> object:
         raise CommandFailed(f"cannot talk to {server}: {error or type(error).__name__}") from None
 
 
-def _export_from_server(server: str, code: str) -> TournamentExport:
+def _export_from_server(server: str, code: str, ca_file: str | None) -> TournamentExport:
     from protocol.tournament import ExportTournament, TournamentExport
 
-    answer = ask(server, ExportTournament(tournament=code, id=1))
+    answer = ask(server, ExportTournament(tournament=code, id=1), ca_file)
     assert isinstance(answer, TournamentExport)
     return answer
 

@@ -153,12 +153,16 @@ async def run_bots(
     pace: float = 0.0,
     name_prefix: str | None = None,
     backoff: Backoff = DEFAULT_BACKOFF,
+    ca_file: str | None = None,
 ) -> list[BotResult]:
-    """Start ``count`` bots that each send ``request`` (quick race or join) and play."""
+    """Start ``count`` bots that each send ``request`` (quick race or join) and play
+    (``ca_file``: a CA to trust for ``wss://``, as :class:`Connection` takes)."""
     prefix = name_prefix or "bot"
     bots = [
         Bot(
-            Connection(url, f"{prefix}-{index + 1}", bot=True, backoff=backoff),
+            Connection(
+                url, f"{prefix}-{index + 1}", bot=True, backoff=backoff, ca_file=ca_file
+            ),
             request,
             get_strategy(strategy),
             pace=pace,

@@ -12,10 +12,11 @@ with :class:`ConnectionFailed`, whose message is a sentence, never a traceback.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import cast
+from typing import Any, cast
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
@@ -40,6 +41,24 @@ from protocol.tournament import TournamentClientMessage
 
 CLIENT_NAME = "foursquare-tui/0.1"
 DEFAULT_SERVER = "ws://127.0.0.1:8765"
+
+
+def tls_options(url: str, ca_file: str | None) -> dict[str, Any]:
+    """Keyword arguments for ``websockets``' ``connect`` to trust ``ca_file`` (a PEM file
+    of certificates: a private CA's, or a self-signed server's) besides the system's
+    trust store, for a ``wss://`` address. Without ``ca_file`` a ``wss://`` address is
+    checked against the system's store alone (and ``SSL_CERT_FILE``, which replaces it).
+
+    Raises ``ValueError`` with a sentence when ``ca_file`` cannot be read.
+    """
+    if ca_file is None or not url.lower().startswith("wss://"):
+        return {}
+    context = ssl.create_default_context()
+    try:
+        context.load_verify_locations(cafile=ca_file)
+    except (OSError, ssl.SSLError) as error:
+        raise ValueError(f"cannot read certificates from {ca_file}: {error}") from None
+    return {"ssl": context}
 
 
 class LinkState(Enum):
@@ -121,8 +140,12 @@ class Connection:
         on_state: StateListener | None = None,
         open_timeout: float = 5.0,
         protocol_version: int = PROTOCOL_VERSION,
+        ca_file: str | None = None,
     ) -> None:
+        """``ca_file`` is trusted besides the system's store for a ``wss://`` ``url``
+        (see :func:`tls_options`)."""
         self.url = url
+        self._tls = tls_options(url, ca_file)
         self.name = name
         self.bot = bot
         self.role = role
@@ -158,6 +181,7 @@ class Connection:
                     max_size=Limits().max_server_frame,
                     open_timeout=self.open_timeout,
                     close_timeout=1.0,
+                    **self._tls,
                 ) as socket:
                     welcome = await self._greet(socket)
                     delays = self.backoff.delays()
@@ -277,5 +301,10 @@ def _reason(error: BaseException) -> str:
         return "no answer in time"
     if isinstance(error, InvalidURI):
         return "that is not a ws:// or wss:// address"
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return (
+            f"its certificate is not trusted ({error.verify_message}); "
+            "trust its CA with --ca-file FILE"
+        )
     text = str(error).strip()
     return text or type(error).__name__

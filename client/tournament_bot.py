@@ -108,10 +108,19 @@ class TournamentBot(Bot):
 
 
 async def run_tournament_bots(
-    url: str, code: str, strategy: str, count: int = 1, *, pace: float = 0.0, prefix: str = "bot"
+    url: str,
+    code: str,
+    strategy: str,
+    count: int = 1,
+    *,
+    pace: float = 0.0,
+    prefix: str = "bot",
+    ca_file: str | None = None,
 ) -> list[TournamentBotResult]:
     """Enter ``count`` bots, named ``prefix-1`` onwards, in tournament ``code``; each plays
-    until the tournament ends."""
-    connections = [Connection(url, f"{prefix}-{n}", bot=True) for n in range(1, count + 1)]
+    until the tournament ends (``ca_file``: a CA to trust for ``wss://``)."""
+    connections = [
+        Connection(url, f"{prefix}-{n}", bot=True, ca_file=ca_file) for n in range(1, count + 1)
+    ]
     bots = [TournamentBot(connection, code, strategy, pace=pace) for connection in connections]
     return list(await asyncio.gather(*(bot.play() for bot in bots)))

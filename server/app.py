@@ -13,6 +13,7 @@ import gc
 import http
 import logging
 import signal
+import ssl
 import sys
 import weakref
 from collections.abc import Callable, Coroutine
@@ -130,9 +131,11 @@ class RaceServer:
 
     @property
     def url(self) -> str:
-        """The websocket URL clients connect to."""
+        """The websocket URL clients connect to (``wss://`` with a certificate)."""
         host = self.config.host
-        return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
+        scheme = "wss" if self.config.tls else "ws"
+        where = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+        return f"{scheme}://{where}"
 
     @property
     def journal(self) -> Journal:
@@ -145,6 +148,7 @@ class RaceServer:
 
     async def start(self) -> None:
         """Open the journal, recover unfinished races, and listen."""
+        tls = tls_context(self.config)  # a certificate that cannot be used stops us first
         if self.config.journal:
             self._journal = await asyncio.to_thread(Journal, self.config.db, sync=self.config.sync)
             self._recover(await asyncio.to_thread(Journal.load, self.config.db))
@@ -164,6 +168,7 @@ class RaceServer:
             open_timeout=self.config.handshake_timeout,
             ping_interval=None,  # pings only for connections gone quiet: see _Liveness
             create_connection=RaceConnection,
+            ssl=tls,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         log_event(
@@ -1155,6 +1160,24 @@ class _Liveness:
         self._timer.cancel()
         if self._pinging is not None:
             self._pinging.cancel()
+
+
+def tls_context(config: ServerConfig) -> ssl.SSLContext | None:
+    """The server's TLS context from ``tls_cert`` and ``tls_key`` (``None`` without them).
+
+    Raises ``ValueError`` with a sentence when the files cannot be used.
+    """
+    if config.tls_cert is None or config.tls_key is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)  # TLS 1.2 at least
+    try:
+        context.load_cert_chain(config.tls_cert, config.tls_key)
+    except (OSError, ssl.SSLError) as error:
+        raise ValueError(
+            f"cannot use the certificate {config.tls_cert} with the key {config.tls_key}: "
+            f"{getattr(error, 'strerror', None) or error}"
+        ) from None
+    return context
 
 
 def _peer_host(connection: ServerConnection) -> str | None:

@@ -22,6 +22,8 @@ ENVIRONMENT = {
     "new_sessions_per_minute": "FOURSQUARE_NEW_SESSIONS_PER_MINUTE",
     "session_idle_expiry": "FOURSQUARE_SESSION_EXPIRY",
     "trusted_proxies": "FOURSQUARE_TRUSTED_PROXIES",
+    "tls_cert": "FOURSQUARE_TLS_CERT",
+    "tls_key": "FOURSQUARE_TLS_KEY",
 }
 
 Clock = Callable[[], float]
@@ -85,6 +87,11 @@ class ServerConfig:
     session_expiry_batch: int = 1000
     """Sessions forgotten at most in one look (then the next look comes at once, after
     the event loop has run what waits): a backlog never holds the loop for long."""
+    tls_cert: str | None = None
+    """PEM certificate chain: with ``tls_key``, the server speaks ``wss://`` (and
+    ``https://`` for ``/healthz`` and ``/metrics``)."""
+    tls_key: str | None = None
+    """The PEM private key of ``tls_cert``."""
     handshake_timeout: float = 10.0
     """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade)."""
     idle_timeout: float = 900.0
@@ -125,7 +132,14 @@ class ServerConfig:
         config = cls(**values)  # type: ignore[arg-type]
         if not 0 <= config.port <= 65535:
             raise ValueError(f"the port must be from 0 to 65535, not {config.port}")
+        if (config.tls_cert is None) != (config.tls_key is None):
+            raise ValueError("TLS needs both a certificate (--tls-cert) and its key (--tls-key)")
         return config
+
+    @property
+    def tls(self) -> bool:
+        """Whether the server speaks ``wss://``."""
+        return self.tls_cert is not None
 
 
 def _port(value: object) -> int:

@@ -33,7 +33,7 @@ class LiveServer:
     """A running server: where to reach it and where its journal is."""
 
     url: str
-    """The websocket URL, ``ws://127.0.0.1:PORT``."""
+    """The websocket URL, ``ws://127.0.0.1:PORT`` (``wss://`` with a certificate)."""
     http_url: str
     """The same port over HTTP, for ``/healthz`` and ``/metrics``."""
     db_path: Path
@@ -67,7 +67,7 @@ async def start_live_server(config: ServerConfig) -> AsyncIterator[LiveServer]:
     try:
         yield LiveServer(
             url=server.url,
-            http_url=f"http://{config.host}:{server.port}",
+            http_url=f"{'https' if config.tls else 'http'}://{config.host}:{server.port}",
             db_path=Path(config.db),
             server=server,
         )
@@ -124,14 +124,15 @@ def run_server_process(db_path: Path, *extra: str) -> Iterator[ServerProcess]:
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
-        match = re.search(r"ws://([\d.]+):(\d+)", line)
+        match = re.search(r"(wss?)://([\d.]+):(\d+)", line)
         if match is None:
             log.flush()
             problem = db_path.with_suffix(".log").read_text()[-2000:]
             raise RuntimeError(f"the server did not start: {line!r}\n{problem}")
-        host, port = match[1], match[2]
+        scheme, host, port = match[1], match[2], match[3]
+        http = "https" if scheme == "wss" else "http"
         yield ServerProcess(
-            process, f"ws://{host}:{port}", f"http://{host}:{port}", db_path, line
+            process, f"{scheme}://{host}:{port}", f"{http}://{host}:{port}", db_path, line
         )
     finally:
         if process.poll() is None:

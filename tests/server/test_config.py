@@ -71,6 +71,7 @@ def test_limits_and_trusted_proxies_come_from_flags_or_the_environment() -> None
         ({"FOURSQUARE_MAX_CONNECTIONS": "-1"}, "whole number"),
         ({"FOURSQUARE_TRUSTED_PROXIES": "proxy.example"}, "trusted proxy"),
         ({"FOURSQUARE_SESSION_EXPIRY": "soon"}, "seconds"),
+        ({"FOURSQUARE_TLS_CERT": "cert.pem"}, "both"),
     ],
 )
 def test_a_bad_limit_is_refused_with_a_sentence(environ: dict[str, str], problem: str) -> None:
