@@ -80,6 +80,13 @@ def register(subparsers: Subparsers) -> None:
         "when the server stops); measures what the journal costs",
     )
     serve_parser.add_argument(
+        "--new-journal",
+        action="store_true",
+        help="if the journal is damaged (empty, not a journal, of an unknown version, failing "
+        "its integrity check, or missing its -wal), move it and its -wal and -shm aside "
+        "(renamed with .damaged-TIME) and start a new one; a sound journal opens as usual",
+    )
+    serve_parser.add_argument(
         "--quick-countdown",
         type=float,
         help="seconds of countdown in quick races once they have their minimum (default 5)",
@@ -140,9 +147,11 @@ def run_serve(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM or SIGINT."""
     import asyncio
     import dataclasses
+    from datetime import datetime
 
     from server.app import run_server
     from server.config import ServerConfig
+    from server.journal_file import JournalRefused, set_aside
     from server.logs import configure_logging
 
     try:
@@ -182,30 +191,46 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
-            clean = runner.run(run_server(config, started))
+            try:
+                failure = runner.run(run_server(config, started))
+            except JournalRefused as refusal:
+                if not (args.new_journal and refusal.damaged):
+                    raise
+                moved = set_aside(refusal.path, datetime.now())
+                print(f"warning: the journal {refusal.path} {refusal.problem}; moved it aside "
+                      f"to {', '.join(map(str, moved))} and starting a new journal",
+                      file=sys.stderr)
+                failure = runner.run(run_server(config, started))
+    except JournalRefused as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     except OSError as error:
         print(f"error: cannot serve on {config.host}:{config.port}: {error}", file=sys.stderr)
         return 1
     except ValueError as error:  # a certificate or key that cannot be used
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if not clean:
-        print("error: the journal failed; restart to recover from it", file=sys.stderr)
-    return 0 if clean else 1
+    if failure is not None:
+        print(f"error: {failure}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def run_result(args: argparse.Namespace) -> int:
-    """Print the stored result of a race; exit 1 if there is none."""
+    """Print the stored result of a race; exit 1 if there is none, 2 if the journal may
+    not be opened."""
     from pathlib import Path
 
     from server.config import ServerConfig
     from server.journal import Journal
+    from server.journal_file import JournalRefused
 
     db = ServerConfig.from_environment(db=args.db).db
-    if not Path(db).exists():
-        print(f"error: no journal at {db}", file=sys.stderr)
+    try:
+        result = Journal.load_result(Path(db), args.race.upper())
+    except JournalRefused as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
         return 2
-    result = Journal.load_result(db, args.race.upper())
     if result is None:
         print(f"error: race {args.race} has no result in {db}", file=sys.stderr)
         return 1

@@ -187,6 +187,7 @@ def run_standings(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     """Write the record (standings plus every game) as JSON or CSV."""
+    from server.journal_file import JournalRefused
     from server.tournament_export import document_from, to_csv, to_json
 
     try:
@@ -197,6 +198,9 @@ def run_export(args: argparse.Namespace) -> int:
         )
     except CommandFailed as error:
         return _fail(error)
+    except JournalRefused as refusal:  # as every command that reads a journal refuses it
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     document = document_from(export)
     text = to_json(document) + "\n" if args.format == "json" else to_csv(document)
     if args.output:
@@ -326,8 +330,6 @@ def _export_from_db(path: Path, code: str) -> TournamentExport:
     from server.tournament_host import tournament_export
     from server.tournament_store import load_tournaments
 
-    if not path.exists():
-        raise CommandFailed(f"there is no database at {path}")
     found = load_tournaments(path, code=code)
     if not found:
         raise CommandFailed(f"there is no tournament {code} in {path}")

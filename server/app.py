@@ -17,6 +17,7 @@ import ssl
 import sys
 import weakref
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -60,6 +61,7 @@ from server.journal import (
     replay_commands,
     unplayed,
 )
+from server.journal_file import refusing
 from server.logs import LogBudget, failure, log_event
 from server.metrics import Metrics
 from server.outgoing import card_message, millis, race_options
@@ -112,8 +114,9 @@ class RaceServer:
         """How many more error lines each open connection may log."""
         self.port = config.port
         self.stopping = False
-        self.failed = False
-        """Set when the server stopped because its journal failed."""
+        self.failure_sentence: str | None = None
+        """Why the server stopped on its own (its journal failed while it ran), as a
+        sentence to show; ``None`` while it has not."""
         self._journal: Journal | None = None
         self.tournaments = TournamentDesk(self)
         self._server: Server | None = None
@@ -147,18 +150,49 @@ class RaceServer:
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Open the journal, recover unfinished races, and listen."""
+        """Open the journal, recover unfinished races, and listen.
+
+        Raises :class:`~server.journal_file.JournalRefused` (nothing started, the journal
+        left as it was found) if the journal may not be opened or cannot be read, and
+        ``OSError`` if the server cannot listen (the journal is then closed cleanly).
+        """
         tls = tls_context(self.config)  # a certificate that cannot be used stops us first
-        if self.config.journal:
-            self._journal = await asyncio.to_thread(Journal, self.config.db, sync=self.config.sync)
-            self._recover(await asyncio.to_thread(Journal.load, self.config.db))
-        else:
-            self._journal = DisabledJournal()
-        self.tournaments.start()
-        self._expiry = SessionExpiry(
-            self.config, self.sessions, self.journal, self.metrics, self._holds
+        try:
+            await self._open_journal()
+            self._expiry = SessionExpiry(
+                self.config, self.sessions, self.journal, self.metrics, self._holds
+            )
+            self._server = await self._listen(tls)
+        except BaseException:
+            self.tournaments.stop()
+            if self._expiry is not None:
+                self._expiry.stop()
+            if self._journal is not None:
+                await asyncio.to_thread(self._journal.close)
+            raise
+        self.port = self._server.sockets[0].getsockname()[1]
+        log_event(
+            "server_start",
+            url=self.url,
+            db=self.config.db if self.config.journal else None,
+            sync=self.config.sync.value,
+            races=len(self.hosts),
         )
-        self._server = await serve(
+
+    async def _open_journal(self) -> None:
+        """Open the journal (checked), and bring back its races and tournaments."""
+        if not self.config.journal:
+            self._journal = DisabledJournal()
+            self.tournaments.start()
+            return
+        # SQLite errors here mean the journal cannot be read: a sentence, not a traceback.
+        with refusing(Path(self.config.db)):
+            self._journal = await asyncio.to_thread(Journal, self.config.db, sync=self.config.sync)
+            self._recover(await asyncio.to_thread(self._journal.recovered))
+            self.tournaments.start()
+
+    async def _listen(self, tls: ssl.SSLContext | None) -> Server:
+        return await serve(
             self._handle,
             self.config.host,
             self.config.port,
@@ -169,14 +203,6 @@ class RaceServer:
             ping_interval=None,  # pings only for connections gone quiet: see _Liveness
             create_connection=RaceConnection,
             ssl=tls,
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        log_event(
-            "server_start",
-            url=self.url,
-            db=self.config.db if self.config.journal else None,
-            sync=self.config.sync.value,
-            races=len(self.hosts),
         )
 
     async def stop(self) -> None:
@@ -216,19 +242,30 @@ class RaceServer:
         log_event("server_stop")
         self._stopped.set()
 
-    async def serve_until_signalled(self) -> bool:
-        """Run until SIGTERM or SIGINT, then :meth:`stop`. Returns ``False`` if the server
-        had to stop on its own instead (the journal failed)."""
+    @property
+    def failed(self) -> bool:
+        """Whether the server stopped because its journal failed."""
+        return self.failure_sentence is not None
+
+    async def serve_until_signalled(self, ready: Callable[[], None] | None = None) -> str | None:
+        """Run until SIGTERM or SIGINT, then :meth:`stop`. Returns why the server had to
+        stop on its own instead (:attr:`failure_sentence`), or ``None``.
+
+        ``ready`` is called once the signals are handled: a SIGTERM sent as soon as the
+        server says it listens then stops it cleanly, not by the signal's default action.
+        """
         loop = asyncio.get_running_loop()
         signalled = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, signalled.set)
+        if ready is not None:
+            ready()
         waits = [asyncio.create_task(signalled.wait()), asyncio.create_task(self._stopped.wait())]
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for wait in waits:
             wait.cancel()
         await self.stop()
-        return not self.failed
+        return self.failure_sentence
 
     def _recover(self, recovered: Recovered) -> None:
         """Bring back every player and every unfinished race from the journal."""
@@ -282,7 +319,12 @@ class RaceServer:
         log_event(
             "server_failing", logging.ERROR, reason="the journal cannot write", error=repr(error)
         )
-        self.failed = True
+        self.failure_sentence = (
+            f"the journal {self.config.db} failed while the server ran ({error}), so the server "
+            "stopped without answering the moves it could not write: fix the cause (a full "
+            "disk, a file removed or damaged) and start it again, which brings back every "
+            "acknowledged move"
+        )
         stopping = asyncio.create_task(self.stop())
         self._closing.add(stopping)
         stopping.add_done_callback(self._closing.discard)
@@ -1292,18 +1334,20 @@ class YoungCollections:
 
 async def run_server(
     config: ServerConfig, started: Callable[[RaceServer], None] | None = None
-) -> bool:
+) -> str | None:
     """Start a server, report it through ``started``, serve until SIGTERM/SIGINT, stop.
 
-    Returns ``False`` if it stopped because the journal failed.
+    Returns ``None`` after a clean stop, or the sentence saying why the server stopped on
+    its own (its journal failed). Raises
+    :class:`~server.journal_file.JournalRefused` if the journal may not be opened.
     """
     server = RaceServer(config)
     await server.start()
     _tune_collector()
     young = YoungCollections(asyncio.get_running_loop(), server.metrics)
-    if started is not None:
-        started(server)
     try:
-        return await server.serve_until_signalled()
+        return await server.serve_until_signalled(
+            None if started is None else lambda: started(server)
+        )
     finally:
         young.stop()

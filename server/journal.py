@@ -20,10 +20,16 @@ accepted with their times; :func:`rebuild` replays them through a fresh
 :class:`~server.race.Race`, which is deterministic, so a server killed at any moment comes
 back with every race exactly as it was after the last acknowledged command.
 
-Tables (``schema_version`` 5; an older file is brought up to it when opened: version 1
+A journal file is opened only once :mod:`server.journal_file` has checked it (a file
+that is not a whole journal of a known version, fails SQLite's integrity check, or lost
+its write-ahead log is refused); a new one is created whole under another name and renamed
+into place.
+
+Tables (``schema_version`` 6; an older file is brought up to it when opened: version 1
 gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``,
 versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
-``commands_after`` instead, and versions 1 to 4 gain ``players.last_seen``):
+``commands_after`` instead, versions 1 to 4 gain ``players.last_seen`` and versions 1 to 5
+gain ``journal_state``):
 
 - ``players``: one row per player identity and its role (player or spectator); the resume
   token is kept only as a SHA-256. ``last_seen`` is when it last connected or left; a
@@ -34,6 +40,8 @@ versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
   commands all come after it.
 - ``race_commands``: every race's commands, in the order they were accepted (``seq``).
 - ``results``: the result of each finished race, as the JSON record ``verify`` reads.
+- ``journal_state``: whether a server has the journal open (see
+  :func:`server.journal_file.mark_open`).
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -55,6 +63,19 @@ from typing import Any, Protocol
 
 from protocol import Role
 from protocol.result import RaceResult
+from server.journal_file import (
+    MARK_SCHEMA,
+    JournalRefused,
+    check_journal,
+    fsync_directory,
+    has_log,
+    journal_files,
+    mark_closed,
+    mark_open,
+    read_journal,
+    refusing,
+)
+from server.journal_file import SCHEMA_VERSION as SCHEMA_VERSION  # part of this API
 from server.logs import log_event
 from server.race import (
     Command,
@@ -69,8 +90,6 @@ from server.race import (
     Start,
     Tick,
 )
-
-SCHEMA_VERSION = 5
 
 # seq is the rowid: commands are never deleted, so it only grows (see _drop_autoincrement
 # for why not AUTOINCREMENT). No index by race: see _drop_index_by_race.
@@ -107,7 +126,7 @@ CREATE TABLE IF NOT EXISTS results (
     race_id TEXT PRIMARY KEY REFERENCES races(race_id),
     result TEXT NOT NULL
 );
-"""
+""" + MARK_SCHEMA + ";\n"
 
 class Sync(Enum):
     """SQLite's ``synchronous`` setting for the journal: what a commit survives."""
@@ -325,10 +344,10 @@ class Journal:
     ):
         self.path = Path(path)
         self.sync = sync
-        with _connect(self.path, sync) as connection:
-            connection.executescript(_SCHEMA)
-            _migrate(connection)
-        connection.close()
+        self._holder = _open_for_writing(self.path, sync)
+        """The connection that marked the journal open, kept until it marks it closed: as
+        long as it is open the write-ahead log stays beside the file (SQLite deletes the
+        log when its last connection closes), so a killed server leaves its log behind."""
         self._lock = threading.Lock()
         """Guards what is gathering (records may come from the loop and other threads)."""
         self._gathering: list[Record] = []
@@ -524,7 +543,8 @@ class Journal:
         self._submit(records, at_once=True).result()
 
     def close(self) -> None:
-        """Commit everything queued, then stop the writer thread."""
+        """Commit everything queued, stop the writer thread, then mark the journal closed
+        (cleanly: everything it acknowledged is in the file once the log is copied)."""
         with self._lock:
             if self._closed:
                 return
@@ -535,6 +555,15 @@ class Journal:
                 self._loop_connection.close()
         self._thread.join()
         self._checkpointer.stop()
+        try:
+            mark_closed(self._holder)
+        except sqlite3.Error as error:
+            # Left marked open; if the log is then copied into the file and deleted (this
+            # was its last connection), the next start takes it for a lost log: better
+            # than taking a lost log for a clean close.
+            log_event("journal_close_error", error=repr(error))
+        finally:
+            self._holder.close()
 
     def _run(self) -> None:
         """The writer thread: commit each batch handed over, together with any others
@@ -587,70 +616,133 @@ class Journal:
 
     @staticmethod
     def load(path: str | Path) -> Recovered:
-        """Every player and every unfinished race in the journal at ``path`` (one a
-        :class:`Journal` has opened, and so brought up to :data:`SCHEMA_VERSION`)."""
-        if not Path(path).exists():
-            return Recovered()
-        connection = _connect(Path(path))
+        """Every player and every unfinished race in the journal at ``path``, once
+        :func:`~server.journal_file.read_journal` has checked it (raises
+        :class:`JournalRefused` if it may not be opened)."""
+        with read_journal(Path(path)) as connection:
+            return _recovered(Path(path), connection)
+
+    def recovered(self) -> Recovered:
+        """Every player and every unfinished race in this journal (opened, so checked)."""
+        with self.reading() as connection:
+            return _recovered(self.path, connection)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection to read this open journal with (checked when it was opened; SQLite
+        errors become :class:`JournalRefused`)."""
+        connection = _connect(self.path)
         try:
-            players = tuple(
-                PlayerRecord(
-                    row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]), row[6]
-                )
-                for row in connection.execute(
-                    "SELECT player_id, token_hash, name, bot, created_at, role,"
-                    " coalesce(last_seen, created_at) AS seen FROM players ORDER BY seen"
-                )
-            )
-            unfinished = connection.execute(
-                "SELECT race_id, code, seed, options, tournament_id, created_at, commands_after"
-                " FROM races WHERE race_id NOT IN (SELECT race_id FROM results)"
-                " ORDER BY created_at"
-            ).fetchall()
-            commands: dict[str, list[CommandRecord]] = {row[0]: [] for row in unfinished}
-            if unfinished:
-                # One pass over the commands since the oldest unfinished race opened, in
-                # the order they were accepted, keeping the unfinished races' own.
-                for race_id, command, at in connection.execute(
-                    "SELECT race_id, command, at FROM race_commands WHERE seq > ? ORDER BY seq",
-                    (min(row[6] for row in unfinished),),
-                ):
-                    kept = commands.get(race_id)
-                    if kept is not None:
-                        kept.append(CommandRecord(race_id, command_from_json(command), at))
-            races = tuple(
-                StoredRace(
-                    RaceOpened(
-                        race_id,
-                        seed,
-                        RaceOptions.from_dict(json.loads(options)),
-                        code,
-                        created_at,
-                        tournament_id,
-                    ),
-                    tuple(commands[race_id]),
-                )
-                for race_id, code, seed, options, tournament_id, created_at, _ in unfinished
-            )
-            return Recovered(players, races)
+            with refusing(self.path):
+                yield connection
         finally:
             connection.close()
 
     @staticmethod
     def load_result(path: str | Path, race_id: str) -> RaceResult | None:
-        """The stored result of race ``race_id``, or ``None`` if it has none."""
-        connection = _connect(Path(path))
-        try:
+        """The stored result of race ``race_id``, or ``None`` if it has none (raises
+        :class:`JournalRefused` if the journal may not be opened)."""
+        with read_journal(Path(path)) as connection:
             row = connection.execute(
                 "SELECT result FROM results WHERE race_id = ?", (race_id,)
             ).fetchone()
-        finally:
-            connection.close()
         return None if row is None else RaceResult.from_json(row[0])
 
 
+def _recovered(path: Path, connection: sqlite3.Connection) -> Recovered:
+    """What :meth:`Journal.load` reads; a record that cannot be decoded is damage."""
+    try:
+        return _read_recovered(connection)
+    except (ValueError, KeyError, TypeError) as error:
+        raise JournalRefused(path, f"holds a record that cannot be read ({error!r})") from None
+
+
+def _read_recovered(connection: sqlite3.Connection) -> Recovered:
+    players = tuple(
+        PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]), row[6])
+        for row in connection.execute(
+            "SELECT player_id, token_hash, name, bot, created_at, role,"
+            " coalesce(last_seen, created_at) AS seen FROM players ORDER BY seen"
+        )
+    )
+    unfinished = connection.execute(
+        "SELECT race_id, code, seed, options, tournament_id, created_at, commands_after"
+        " FROM races WHERE race_id NOT IN (SELECT race_id FROM results)"
+        " ORDER BY created_at"
+    ).fetchall()
+    commands: dict[str, list[CommandRecord]] = {row[0]: [] for row in unfinished}
+    if unfinished:
+        # One pass over the commands since the oldest unfinished race opened, in the order
+        # they were accepted, keeping the unfinished races' own.
+        for race_id, command, at in connection.execute(
+            "SELECT race_id, command, at FROM race_commands WHERE seq > ? ORDER BY seq",
+            (min(row[6] for row in unfinished),),
+        ):
+            kept = commands.get(race_id)
+            if kept is not None:
+                kept.append(CommandRecord(race_id, command_from_json(command), at))
+    races = tuple(
+        StoredRace(
+            RaceOpened(
+                race_id,
+                seed,
+                RaceOptions.from_dict(json.loads(options)),
+                code,
+                created_at,
+                tournament_id,
+            ),
+            tuple(commands[race_id]),
+        )
+        for race_id, code, seed, options, tournament_id, created_at, _ in unfinished
+    )
+    return Recovered(players, races)
+
+
+def _open_for_writing(path: Path, sync: Sync) -> sqlite3.Connection:
+    """Check the journal at ``path`` (or create it, if it is new), bring it up to
+    :data:`SCHEMA_VERSION` and mark it open; the connection that did it, left open.
+
+    A journal is new when neither its file nor a log with anything in it exists.
+    """
+    if path.exists() or has_log(path):
+        check_journal(path)
+    else:
+        _create(path)
+    connection = _connect(path, sync, same_thread=False)
+    try:
+        with refusing(path):
+            connection.executescript(_SCHEMA)
+            _migrate(connection)
+            mark_open(connection, path)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _create(path: Path) -> None:
+    """Create a new journal at ``path``: built beside it under another name (with no
+    write-ahead log) and renamed into place with its tables, so that a file at ``path``
+    has always been a whole journal, and an empty one there is damage."""
+    building = path.with_name(path.name + ".new")
+    for stale in journal_files(building):  # what a start killed while building left
+        stale.unlink(missing_ok=True)
+    with refusing(path):
+        connection = sqlite3.connect(building, isolation_level=None)
+        try:
+            connection.executescript(_SCHEMA)
+            _migrate(connection)  # gives it its schema version
+            mark_closed(connection)
+        finally:
+            connection.close()
+    building.replace(path)
+    fsync_directory(path)
+
+
 def _migrate(connection: sqlite3.Connection) -> None:
-    """Bring a journal written by an older server up to :data:`SCHEMA_VERSION`."""
+    """Bring a journal written by an older server up to :data:`SCHEMA_VERSION` (a new one:
+    give it its version). Version 6 only added ``journal_state`` (``_SCHEMA`` creates it;
+    :func:`~server.journal_file.mark_open` fills it)."""
     row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
     version = row[0]
     if version is None:

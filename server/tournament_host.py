@@ -77,7 +77,7 @@ from server.tournament_store import (
     TournamentOpened,
     TournamentStore,
     finished_but_unrecorded,
-    load_tournaments,
+    tournaments_in,
 )
 
 if TYPE_CHECKING:
@@ -157,13 +157,20 @@ class TournamentDesk:
             asyncio.create_task(self._pump(), name="tournaments-outbox"),
             asyncio.create_task(self._run_clock(), name="tournaments-clock"),
         ]
-        stored = load_tournaments(self.server.config.db) if self.server.journal.stores else []
-        for tournament in stored:
+        if self.server.journal.stores:
+            with self.server.journal.reading() as connection:
+                stored = [
+                    (tournament, finished_but_unrecorded(connection, tournament))
+                    for tournament in tournaments_in(connection)
+                ]
+        else:
+            stored = []
+        for tournament, unrecorded in stored:
             tournament.seed_source = self._seed_source(tournament.settings)
             self._adopt(tournament)
             if tournament.status is TournamentStatus.FINISHED:
                 continue
-            for result in finished_but_unrecorded(self.server.config.db, tournament):
+            for result in unrecorded:
                 self._apply(tournament, RecordResult(result))
             for race in tournament.races_in_progress():
                 order = RaceOrdered(race.race_id, race.round, race.seed, race.entrants)

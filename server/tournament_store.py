@@ -30,6 +30,7 @@ from typing import Any
 
 from protocol.result import RaceResult
 from server.journal import Journal, _connect
+from server.journal_file import read_journal
 from server.tournament import (
     ArenaStarted,
     AvailabilityChanged,
@@ -236,7 +237,8 @@ class TournamentStore:
     """Tournaments kept in the journal's database at ``journal.path``.
 
     Creating the store adds its tables; writes go through ``journal`` (so tournament
-    records share the journal's transactions); :func:`load_tournaments` reads them back.
+    records share the journal's transactions); :func:`load_tournaments` and
+    :func:`tournaments_in` read them back.
     """
 
     def __init__(self, journal: Journal):
@@ -268,44 +270,57 @@ def ensure_schema(path: str | Path) -> None:
 def load_tournaments(
     path: str | Path, seed_source: SeedSource | None = None, code: str | None = None
 ) -> list[Tournament]:
-    """The tournaments in the database at ``path`` (only the one with ``code`` if given)."""
-    if not Path(path).exists():
+    """The tournaments in the journal at ``path`` (only the one with ``code`` if given),
+    once :func:`~server.journal_file.read_journal` has checked it (raises
+    :class:`~server.journal_file.JournalRefused` if it may not be opened)."""
+    with read_journal(Path(path)) as connection:
+        return tournaments_in(connection, seed_source, code)
+
+
+def tournaments_in(
+    connection: sqlite3.Connection, seed_source: SeedSource | None = None,
+    code: str | None = None,
+) -> list[Tournament]:
+    """The tournaments a connection to a journal reads (none if it has no tournament
+    tables yet: read-only, they are not created here)."""
+    has_tables = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tournaments'"
+    ).fetchone()
+    if has_tables is None:
         return []
-    connection = _connect(Path(path))
-    try:
-        connection.executescript(_SCHEMA)
-        query = "SELECT tournament_id, code, host_token_hash, settings, created_at FROM tournaments"
-        rows = connection.execute(
-            query + (" WHERE code = ?" if code else "") + " ORDER BY created_at, rowid",
-            (code,) if code else (),
-        ).fetchall()
-        tournaments = []
-        for tournament_id, row_code, token_hash, settings, created_at in rows:
-            events = [
-                (event_from_json(event), at)
-                for event, at in connection.execute(
-                    "SELECT event, at FROM tournament_events WHERE tournament_id = ? ORDER BY seq",
-                    (tournament_id,),
-                )
-            ]
-            tournaments.append(
-                Tournament.restore(
-                    tournament_id,
-                    row_code,
-                    bytes(token_hash),
-                    TournamentSettings.from_dict(json.loads(settings)),
-                    created_at,
-                    events,
-                    seed_source,
-                )
+    query = "SELECT tournament_id, code, host_token_hash, settings, created_at FROM tournaments"
+    rows = connection.execute(
+        query + (" WHERE code = ?" if code else "") + " ORDER BY created_at, rowid",
+        (code,) if code else (),
+    ).fetchall()
+    tournaments = []
+    for tournament_id, row_code, token_hash, settings, created_at in rows:
+        events = [
+            (event_from_json(event), at)
+            for event, at in connection.execute(
+                "SELECT event, at FROM tournament_events WHERE tournament_id = ? ORDER BY seq",
+                (tournament_id,),
             )
-        return tournaments
-    finally:
-        connection.close()
+        ]
+        tournaments.append(
+            Tournament.restore(
+                tournament_id,
+                row_code,
+                bytes(token_hash),
+                TournamentSettings.from_dict(json.loads(settings)),
+                created_at,
+                events,
+                seed_source,
+            )
+        )
+    return tournaments
 
 
-def finished_but_unrecorded(path: str | Path, tournament: Tournament) -> list[RaceResult]:
-    """Results the journal holds for races ``tournament`` still counts as in progress.
+def finished_but_unrecorded(
+    connection: sqlite3.Connection, tournament: Tournament
+) -> list[RaceResult]:
+    """Results the journal (read through ``connection``) holds for races ``tournament``
+    still counts as in progress.
 
     A server may stop between journaling a race's result and recording it in the
     tournament; the shell hands these back with :class:`~server.tournament.RecordResult`.
@@ -313,12 +328,8 @@ def finished_but_unrecorded(path: str | Path, tournament: Tournament) -> list[Ra
     in_progress = [race.race_id for race in tournament.races_in_progress()]
     if not in_progress:
         return []
-    connection = _connect(Path(path))
-    try:
-        marks = ",".join("?" * len(in_progress))
-        rows = connection.execute(
-            f"SELECT result FROM results WHERE race_id IN ({marks})", in_progress
-        ).fetchall()
-    finally:
-        connection.close()
+    marks = ",".join("?" * len(in_progress))
+    rows = connection.execute(
+        f"SELECT result FROM results WHERE race_id IN ({marks})", in_progress
+    ).fetchall()
     return [RaceResult.from_json(row[0]) for row in rows]

@@ -133,3 +133,7 @@ async def test_a_journal_that_cannot_write_stops_the_server_before_any_answer(
             assert not isinstance(message, MovePlaced), "a move that is not on disk was answered"
     assert ann.connection.close_code == CloseCode.GOING_AWAY
     assert live_server.server is not None and live_server.server.failed
+    failure = live_server.server.failure_sentence
+    assert failure is not None
+    assert failure.startswith(f"the journal {live_server.db_path} failed while the server ran")
+    assert "no such table: race_commands" in failure and "start it again" in failure

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +31,7 @@ from server.journal import (
     command_to_json,
     rebuild,
 )
+from server.journal_file import JournalRefused, check_journal, read_only
 from server.race import (
     Command,
     Disconnect,
@@ -253,11 +257,12 @@ def test_a_spectator_is_stored_as_one(journal: Journal) -> None:
 def test_a_version_1_journal_is_migrated_and_its_players_stay_players(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as connection:
+        # Version 1's tables as it wrote them: players without a role, commands with
+        # AUTOINCREMENT and an index by race.
         connection.executescript(
-            "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-            "INSERT INTO schema_version VALUES (1);"
-            "CREATE TABLE players (player_id TEXT PRIMARY KEY, token_hash BLOB NOT NULL UNIQUE,"
-            " name TEXT NOT NULL, bot INTEGER NOT NULL, created_at REAL NOT NULL);"
+            VERSION_3.replace("seq INTEGER PRIMARY KEY", "seq INTEGER PRIMARY KEY AUTOINCREMENT")
+            .replace(",\n    role TEXT NOT NULL DEFAULT 'player'", "")
+            + "INSERT INTO schema_version VALUES (1);"
             "INSERT INTO players VALUES ('p1', x'00', 'ann', 0, 0.0);"
         )
     connection.close()
@@ -443,3 +448,78 @@ def test_a_move_is_journaled_as_the_general_encoding_would_write_it(
     move = Place(racer_id, move_number, position)
     assert command_to_json(move) == _command_to_json(move)
     assert command_from_json(command_to_json(move)) == move
+
+
+def _mark_in_file(path: Path) -> int:
+    """The open mark as the file alone holds it (what a copy without the log would say)."""
+    with contextlib.closing(read_only(path, immutable=True)) as connection:
+        ((is_open,),) = connection.execute("SELECT open FROM journal_state").fetchall()
+    return int(is_open)
+
+
+def test_the_file_itself_says_open_while_a_journal_is_open_and_closed_after(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.db"
+    journal = Journal(path)
+    assert _mark_in_file(path) == 1
+    journal.write_now(PlayerRecord("p1", b"h", "ann", False, 0.0))
+    journal.close()
+    assert _mark_in_file(path) == 0
+    assert not (tmp_path / "j.db-wal").exists()  # everything is in the file
+
+
+def test_a_new_journal_is_built_under_another_name_and_renamed_whole(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    (tmp_path / "j.db.new").write_bytes(b"left by a start killed while building")
+    Journal(path).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.db"]
+    assert check_journal(path) == SCHEMA_VERSION
+
+
+def test_a_missing_file_with_its_log_beside_it_is_not_a_new_journal(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    (tmp_path / "j.db-wal").write_bytes(b"frames of a journal whose file is gone")
+    with pytest.raises(JournalRefused, match="is missing, but its write-ahead log") as refused:
+        Journal(path)
+    assert refused.value.damaged and not path.exists()
+
+
+def test_a_journal_without_its_open_mark_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    Journal(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("DELETE FROM journal_state")
+    connection.close()
+    with pytest.raises(JournalRefused, match="has a garbled open mark"):
+        Journal(path)
+
+
+def test_reading_a_journal_that_does_not_exist_is_refused_without_creating_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "nothing.db"
+    with pytest.raises(JournalRefused, match="does not exist") as refused:
+        Journal.load_result(path, "R1")
+    assert not refused.value.damaged and list(tmp_path.iterdir()) == []
+
+
+def test_reading_a_killed_servers_journal_leaves_its_log_for_the_next_start(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.db"
+    killed = (
+        "import os, sys\n"
+        "from server.journal import Journal, PlayerRecord\n"
+        "journal = Journal(sys.argv[1])\n"
+        "journal.write_now(PlayerRecord('p1', b'h', 'ann', False, 0.0))\n"
+        "os._exit(0)  # no close: as a killed server leaves it\n"
+    )
+    subprocess.run([sys.executable, "-c", killed, str(path)], check=True)
+    log = tmp_path / "j.db-wal"
+    assert log.stat().st_size > 0
+    assert [p.name for p in Journal.load(path).players] == ["ann"]
+    # A connection that could write would have copied the log into the file and deleted
+    # it on closing, and the next start would take the file for a copy without its log.
+    assert log.stat().st_size > 0
+    Journal(path).close()

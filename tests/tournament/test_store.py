@@ -8,6 +8,7 @@ from pathlib import Path
 
 from protocol.tournament import TournamentFormat, TournamentStatus
 from server.journal import Journal, RaceOpened, ResultRecord
+from server.journal_file import read_journal
 from server.tournament import (
     Command,
     EntrantJoined,
@@ -136,7 +137,8 @@ def test_a_result_journaled_but_not_yet_counted_is_found_after_a_restart(tmp_pat
     store.journal.close()
 
     (rebuilt,) = load_tournaments(path)
-    assert finished_but_unrecorded(path, rebuilt) == [result]
+    with read_journal(path) as connection:
+        assert finished_but_unrecorded(connection, rebuilt) == [result]
     rebuilt.apply(RecordResult(result), 30.0)
     assert {s.entrant_id: s.points for s in rebuilt.standings()} == {"a": 1, "b": 0}
 
