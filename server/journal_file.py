@@ -7,8 +7,8 @@ such a set of files may be opened; ``foursquare serve`` and every command that r
 journal (``foursquare result``, ``tournament export --db``) go through it, so each refuses
 damage the same way, with :class:`JournalRefused`.
 
-- A journal whose file does not exist is new (the server creates it: see
-  :func:`server.journal.Journal`). A file that exists must be a whole journal: one of
+- A journal whose file does not exist is new: :class:`server.journal.Journal` creates it,
+  whole, under another name, and renames it into place. A file that exists must be a whole journal: one of
   0 bytes, one that is not SQLite, one without the journal's tables, is an emptied or a
   foreign file, never a new journal. So is a missing file with a write-ahead log beside it.
 - Its schema version must be one this code knows: newer, missing or garbled is refused
@@ -22,8 +22,8 @@ damage the same way, with :class:`JournalRefused`.
   after it was killed. docs/architecture.md (the journal section) explains why this is
   sound.
 
-The checks read the files without changing them (read-only, and ``immutable`` when there
-is no log, so that not even an empty ``-wal`` is created beside a refused file).
+The checks never write to the files (read-only, and ``immutable`` when there is no log, so
+that not even an empty ``-wal`` is created beside a refused file).
 """
 
 from __future__ import annotations
