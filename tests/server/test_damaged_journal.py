@@ -15,13 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from protocol import CardToPlace, RaceSnapshot
-from protocol import Place as PlaceCard
+from protocol import RaceSnapshot
 from server.journal import CommandRecord, Journal, PlayerRecord, RaceOpened, ResultRecord
 from server.race import Command, Join, Place, Race, RaceOptions, Resign
-from tests.conftest import run_server_process
+from tests.conftest import ServerProcess, run_server_process
 from tests.server.known_games import WON_SEED, conformance_game
-from tests.server.test_durability import open_duel, play_first_targets
+from tests.server.test_durability import (
+    move_after_dropping_its_table,
+    open_duel,
+    play_first_targets,
+)
 from tests.server.wire_client import WireClient
 
 SOLO = RaceOptions(min_racers=1, max_racers=1, countdown=0.0)
@@ -174,13 +177,26 @@ def test_an_sqlite_database_without_journal_tables_is_refused(tmp_path: Path) ->
     assert_refused(serve(db), db, "holds no journal tables")
 
 
+async def killed_mid_duel(db: Path, moves: int) -> tuple[WireClient, WireClient, str]:
+    """Run a server on ``db``, open a duel, play ``moves`` of ann's moves, then SIGKILL it."""
+    with run_server_process(db) as server:
+        ann, bob, race = await open_duel(server.url)
+        await play_first_targets(ann, race, moves)
+        server.kill()
+    return ann, bob, race
+
+
+async def resumed(server: ServerProcess, racer: WireClient) -> tuple[WireClient, int]:
+    """``racer`` resumed on ``server``, and the cards it has played there."""
+    back = await WireClient.connect(server.url, "again", resume=racer.welcome.resume)
+    snapshot = await back.expect(RaceSnapshot)
+    return back, {entry.racer: entry.cards_played for entry in snapshot.progress}[racer.racer_id]
+
+
 async def test_a_copy_without_its_wal_after_a_kill_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "live" / "foursquare.db"
     db.parent.mkdir()
-    with run_server_process(db) as server:
-        ann, bob, race = await open_duel(server.url)
-        await play_first_targets(ann, race, 4)
-        server.kill()
+    ann, bob, _ = await killed_mid_duel(db, 4)
     assert Path(f"{db}-wal").stat().st_size > 0
     copy = tmp_path / "copy" / "foursquare.db"
     copy.parent.mkdir()
@@ -192,9 +208,8 @@ async def test_a_copy_without_its_wal_after_a_kill_is_refused(tmp_path: Path) ->
     assert sorted(path.name for path in copy.parent.iterdir()) == ["foursquare.db"]
     # The original, with its log, starts with every acknowledged move.
     with run_server_process(db) as again:
-        back = await WireClient.connect(again.url, "ann", resume=ann.welcome.resume)
-        snapshot = await back.expect(RaceSnapshot)
-        assert {e.racer: e.cards_played for e in snapshot.progress}[ann.racer_id] == 4
+        back, played = await resumed(again, ann)
+        assert played == 4
         await back.close()
     for client in (ann, bob):
         await client.close()
@@ -204,13 +219,10 @@ async def test_restarts_after_a_kill_and_after_sigterm_keep_every_acknowledged_m
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "foursquare.db"
-    with run_server_process(db) as first:
-        ann, bob, race = await open_duel(first.url)
-        await play_first_targets(ann, race, 2)
-        first.kill()
+    ann, bob, race = await killed_mid_duel(db, 2)
     with run_server_process(db) as second:  # killed: its log is beside it
-        back = await WireClient.connect(second.url, "ann", resume=ann.welcome.resume)
-        await back.expect(RaceSnapshot)
+        back, played = await resumed(second, ann)
+        assert played == 2
         await play_first_targets(back, race, 2)
         assert second.terminate() == 0
     # Stopped cleanly: the file holds everything and needs no log, so a copy of the file
@@ -220,9 +232,8 @@ async def test_restarts_after_a_kill_and_after_sigterm_keep_every_acknowledged_m
     shutil.copy(db, copy)
     for journal in (db, copy):
         with run_server_process(journal) as third:
-            again = await WireClient.connect(third.url, "ann", resume=ann.welcome.resume)
-            snapshot = await again.expect(RaceSnapshot)
-            assert {e.racer: e.cards_played for e in snapshot.progress}[ann.racer_id] == 4
+            again, played = await resumed(third, ann)
+            assert played == 4
             await again.close()
             assert third.terminate() == 0
     for client in (ann, bob, back):
@@ -236,12 +247,7 @@ async def test_a_journal_that_fails_while_serving_stops_the_server_with_one_sent
     with run_server_process(db) as server:
         ann, bob, race = await open_duel(server.url)
         await play_first_targets(ann, race, 1)
-        with sqlite3.connect(db) as connection:
-            connection.execute("DROP TABLE race_commands")
-        connection.close()
-        card = await ann.expect(CardToPlace)
-        row, col = card.targets[0]
-        await ann.send(PlaceCard(race=race, move=card.move, row=row, col=col, id=ann.next_id()))
+        await move_after_dropping_its_table(db, ann, race)
         assert await asyncio.to_thread(server.process.wait, 20) == 1
     last = db.with_suffix(".log").read_text().strip().splitlines()[-1]
     assert last.startswith(f"error: the journal {db} failed while the server ran ("), last

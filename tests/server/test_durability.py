@@ -53,6 +53,17 @@ async def play_first_targets(racer: WireClient, race: str, count: int) -> list[t
     return played
 
 
+async def move_after_dropping_its_table(db: Path, racer: WireClient, race: str) -> None:
+    """Drop the journal's table of commands behind the server's back, then send a move
+    (which the journal then cannot write)."""
+    with sqlite3.connect(db) as connection:
+        connection.execute("DROP TABLE race_commands")
+    connection.close()
+    card = await racer.expect(CardToPlace)
+    row, col = card.targets[0]
+    await racer.send(Place(race=race, move=card.move, row=row, col=col, id=racer.next_id()))
+
+
 async def test_a_server_killed_mid_race_comes_back_with_every_acknowledged_move(
     tmp_path: Path,
 ) -> None:
@@ -122,11 +133,7 @@ async def test_a_journal_that_cannot_write_stops_the_server_before_any_answer(
 ) -> None:
     ann, _, race = await open_duel(live_server.url)
     await play_first_targets(ann, race, 1)
-    with sqlite3.connect(live_server.db_path) as connection:
-        connection.execute("DROP TABLE race_commands")
-    card = await ann.expect(CardToPlace)
-    row, col = card.targets[0]
-    await ann.send(Place(race=race, move=card.move, row=row, col=col, id=ann.next_id()))
+    await move_after_dropping_its_table(live_server.db_path, ann, race)
     with pytest.raises(ConnectionClosed):
         while True:
             message = await ann.receive()
