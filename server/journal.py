@@ -76,7 +76,7 @@ from server.journal_file import (
     refusing,
 )
 from server.journal_file import SCHEMA_VERSION as SCHEMA_VERSION  # part of this API
-from server.logs import log_event
+from server.logs import failure, log_event
 from server.race import (
     Command,
     Disconnect,
@@ -654,7 +654,10 @@ def _recovered(path: Path, connection: sqlite3.Connection) -> Recovered:
     try:
         return _read_recovered(connection)
     except (ValueError, KeyError, TypeError) as error:
-        raise JournalRefused(path, f"holds a record that cannot be read ({error!r})") from None
+        # Its type and place, not its message: a record holds what clients sent.
+        raise JournalRefused(
+            path, f"holds a record that cannot be read ({failure(error)})"
+        ) from None
 
 
 def _read_recovered(connection: sqlite3.Connection) -> Recovered:

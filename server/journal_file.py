@@ -8,9 +8,10 @@ journal (``foursquare result``, ``tournament export --db``) go through it, so ea
 damage the same way, with :class:`JournalRefused`.
 
 - A journal whose file does not exist is new: :class:`server.journal.Journal` creates it,
-  whole, under another name, and renames it into place. A file that exists must be a whole journal: one of
-  0 bytes, one that is not SQLite, one without the journal's tables, is an emptied or a
-  foreign file, never a new journal. So is a missing file with a write-ahead log beside it.
+  whole, under another name, and renames it into place. A file that exists must be a
+  whole journal: one of 0 bytes, one that is not SQLite, one without the journal's tables,
+  is an emptied or a foreign file, never a new journal. So is a missing file with a
+  write-ahead log beside it.
 - Its schema version must be one this code knows: newer, missing or garbled is refused
   (never "migrated").
 - ``PRAGMA quick_check`` must pass (it reads every page once: docs/performance.md has its

@@ -162,6 +162,19 @@ def test_a_journal_with_no_schema_version_is_refused(journal_copy: Path) -> None
     assert_refused(serve(journal_copy), journal_copy, "has no schema version")
 
 
+def test_a_journal_holding_a_command_that_cannot_be_decoded_is_refused(
+    journal_copy: Path,
+) -> None:
+    with sqlite3.connect(journal_copy) as connection:  # a race still running: R001
+        connection.execute(
+            "UPDATE race_commands SET command = '{\"kind\": \"pla' WHERE seq = ("
+            "SELECT max(seq) FROM race_commands WHERE race_id = 'R001')"
+        )
+    connection.close()
+    refusal = serve(journal_copy)
+    assert_refused(refusal, journal_copy, "holds a record that cannot be read (JSONDecodeError")
+
+
 def test_a_file_that_is_not_sqlite_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "notes.db"
     db.write_text("these are my notes, not a journal\n" * 100)
