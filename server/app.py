@@ -63,7 +63,7 @@ from server.journal import (
 )
 from server.journal_file import refusing
 from server.logs import LogBudget, failure, log_event
-from server.metrics import Metrics
+from server.metrics import CONTENT_TYPE, Metrics
 from server.outgoing import card_message, millis, race_options
 from server.par_worker import ParFound, ParWorker
 from server.rate_limit import TokenBucket
@@ -379,11 +379,11 @@ class RaceServer:
                 return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "stopping\n")
             return connection.respond(http.HTTPStatus.OK, "ok\n")
         if path == "/metrics":
-            response = connection.respond(http.HTTPStatus.OK, self.metrics.render())
+            response = connection.respond(http.HTTPStatus.OK, self.metrics.render().decode())
             response.headers = Headers(
                 [(k, v) for k, v in response.headers.raw_items() if k.lower() != "content-type"]
             )
-            response.headers["Content-Type"] = "text/plain; version=0.0.4; charset=utf-8"
+            response.headers["Content-Type"] = CONTENT_TYPE
             return response
         assert isinstance(connection, RaceConnection)  # serve() builds them (see start)
         address = self.admission.client_address(

@@ -1,22 +1,57 @@
-"""Counters for ``GET /metrics``, written in the Prometheus text exposition format."""
+"""What the server counts, and its Prometheus exposition for ``GET /metrics``.
+
+The hot path only adds to plain attributes of :class:`Metrics` (``moves_total += 1``,
+``errors[code] += 1``, ``move_latency.observe(seconds)``): no lock, no label lookup, no
+call into a library for each move. A scrape reads those attributes through
+:class:`_Collector`, which turns them into metric families at that moment, beside the
+process metrics of ``prometheus_client`` (memory, CPU, open files, garbage collections),
+all in a registry of the server's own (not the library's global one: a test process runs
+several servers).
+
+A new metric is an attribute of :class:`Metrics` (counted where it happens) and one line
+in :data:`DECLARED`.
+"""
 
 from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
 
 #: Upper bounds (seconds) of the move latency buckets: from receiving ``place`` to sending
 #: ``placed``, journal commit included.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
+#: The ``Content-Type`` of the exposition: the classic text format, version 0.0.4, which
+#: every Prometheus reads (whatever its ``Accept`` header asks for).
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+
 
 class Histogram:
-    """A cumulative histogram with fixed buckets, as Prometheus wants it."""
+    """A histogram with fixed buckets: one list increment per observation."""
 
     def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS):
         self.bounds = bounds
         self.counts = [0] * (len(bounds) + 1)
+        """Observations per bucket (not cumulative); the last one is above every bound."""
         self.total = 0.0
 
     def observe(self, value: float) -> None:
@@ -24,21 +59,18 @@ class Histogram:
         self.counts[bisect.bisect_left(self.bounds, value)] += 1
         self.total += value
 
-    def lines(self, name: str) -> list[str]:
-        """The ``_bucket``, ``_sum`` and ``_count`` lines for metric ``name``."""
-        lines, running = [], 0
+    def buckets(self) -> list[tuple[str, float]]:
+        """The cumulative ``(le, count)`` pairs Prometheus wants, ``+Inf`` last."""
+        running, pairs = 0, list[tuple[str, float]]()
         for bound, count in zip(self.bounds, self.counts, strict=False):
             running += count
-            lines.append(f'{name}_bucket{{le="{bound:g}"}} {running}')
-        running += self.counts[-1]
-        lines.append(f'{name}_bucket{{le="+Inf"}} {running}')
-        lines.append(f"{name}_sum {self.total:.6f}")
-        lines.append(f"{name}_count {running}")
-        return lines
+            pairs.append((f"{bound:g}", running))
+        pairs.append(("+Inf", running + self.counts[-1]))
+        return pairs
 
 
 class Metrics:
-    """What the server counts. Gauges are read when rendered, through callables."""
+    """What the server counts. Gauges are read when scraped, through callables."""
 
     def __init__(self) -> None:
         self.connections_total = 0
@@ -55,54 +87,91 @@ class Metrics:
         self.sessions: Callable[[], int] = lambda: 0
         self.sessions_expired_total = 0
 
-    def render(self) -> str:
-        """The whole exposition, ending with a newline."""
-        out = [
-            "# HELP foursquare_connections Open websocket connections.",
-            "# TYPE foursquare_connections gauge",
-            f"foursquare_connections {self.open_connections()}",
-            "# HELP foursquare_connections_total Websocket connections accepted.",
-            "# TYPE foursquare_connections_total counter",
-            f"foursquare_connections_total {self.connections_total}",
-            "# HELP foursquare_races Races in memory, by phase.",
-            "# TYPE foursquare_races gauge",
-        ]
-        out += [f'foursquare_races{{phase="{p}"}} {n}' for p, n in self.races_by_phase().items()]
-        out += [
-            "# HELP foursquare_seats_total Racers seated in races (joins accepted).",
-            "# TYPE foursquare_seats_total counter",
-            f"foursquare_seats_total {self.seats_total}",
-            "# HELP foursquare_moves_total Moves accepted.",
-            "# TYPE foursquare_moves_total counter",
-            f"foursquare_moves_total {self.moves_total}",
-            "# HELP foursquare_errors_total Error messages sent, by code.",
-            "# TYPE foursquare_errors_total counter",
-        ]
-        errors = sorted(self.errors.items())
-        out += [f'foursquare_errors_total{{code="{code}"}} {n}' for code, n in errors]
-        out += [
-            "# HELP foursquare_refused_total Connections and new sessions refused at a cap, "
-            "by reason.",
-            "# TYPE foursquare_refused_total counter",
-        ]
-        refused = sorted(self.refused.items())
-        out += [f'foursquare_refused_total{{reason="{reason}"}} {n}' for reason, n in refused]
-        out += [
-            "# HELP foursquare_limit A configured cap, by name (0: none).",
-            "# TYPE foursquare_limit gauge",
-        ]
-        out += [f'foursquare_limit{{limit="{name}"}} {n:g}' for name, n in self.limits.items()]
-        out += [
-            "# HELP foursquare_sessions Sessions in memory (connected or not).",
-            "# TYPE foursquare_sessions gauge",
-            f"foursquare_sessions {self.sessions()}",
-            "# HELP foursquare_sessions_expired_total Sessions forgotten after their idle time.",
-            "# TYPE foursquare_sessions_expired_total counter",
-            f"foursquare_sessions_expired_total {self.sessions_expired_total}",
-        ]
-        out += [
-            "# HELP foursquare_move_latency_seconds From receiving a move to acknowledging it.",
-            "# TYPE foursquare_move_latency_seconds histogram",
-            *self.move_latency.lines("foursquare_move_latency_seconds"),
-        ]
-        return "\n".join(out) + "\n"
+        self.registry = CollectorRegistry()
+        """The server's own: :data:`DECLARED`, then the library's process metrics."""
+        self.registry.register(_Collector(self))
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+
+    def render(self) -> bytes:
+        """The whole exposition (:data:`CONTENT_TYPE`), ending with a newline."""
+        return generate_latest(self.registry)
+
+
+Reading = float | Mapping[str, float] | Histogram
+"""What a metric reads from :class:`Metrics`: a number, numbers by label value, or a
+histogram."""
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """One metric of the server: its name, help and type, and how a scrape reads it."""
+
+    name: str
+    help: str
+    kind: Literal["counter", "gauge", "histogram"]
+    read: Callable[[Metrics], Reading]
+    label: str | None = None
+    """The label name when ``read`` gives numbers by label value."""
+
+    def family(self, metrics: Metrics) -> Metric:
+        """This metric's family as it stands now."""
+        reading = self.read(metrics)
+        if self.kind == "histogram":
+            if not isinstance(reading, Histogram):
+                raise TypeError(f"{self.name} must read a Histogram, not {reading!r}")
+            return HistogramMetricFamily(
+                self.name, self.help, buckets=reading.buckets(), sum_value=reading.total
+            )
+        family_type = CounterMetricFamily if self.kind == "counter" else GaugeMetricFamily
+        if isinstance(reading, Histogram):
+            raise TypeError(f"{self.name} is a {self.kind}, and reads a Histogram")
+        if isinstance(reading, Mapping):
+            if self.label is None:
+                raise TypeError(f"{self.name} reads numbers by label value, but names no label")
+            family = family_type(self.name, self.help, labels=[self.label])
+            for value, number in reading.items():
+                family.add_metric([value], number)
+            return family
+        return family_type(self.name, self.help, value=reading)
+
+
+#: Every metric the server declares, in the order of the exposition (names, types and labels
+#: are what dashboards read: keep them). Counters' names end in ``_total``.
+DECLARED: tuple[Declared, ...] = (
+    Declared("foursquare_connections", "Open websocket connections.", "gauge",
+             lambda m: m.open_connections()),
+    Declared("foursquare_connections_total", "Websocket connections accepted.", "counter",
+             lambda m: m.connections_total),
+    Declared("foursquare_races", "Races in memory, by phase.", "gauge",
+             lambda m: m.races_by_phase(), label="phase"),
+    Declared("foursquare_seats_total", "Racers seated in races (joins accepted).", "counter",
+             lambda m: m.seats_total),
+    Declared("foursquare_moves_total", "Moves accepted.", "counter",
+             lambda m: m.moves_total),
+    Declared("foursquare_errors_total", "Error messages sent, by code.", "counter",
+             lambda m: dict(sorted(m.errors.items())), label="code"),
+    Declared("foursquare_refused_total",
+             "Connections and new sessions refused at a cap, by reason.", "counter",
+             lambda m: dict(sorted(m.refused.items())), label="reason"),
+    Declared("foursquare_limit", "A configured cap, by name (0: none).", "gauge",
+             lambda m: m.limits, label="limit"),
+    Declared("foursquare_sessions", "Sessions in memory (connected or not).", "gauge",
+             lambda m: m.sessions()),
+    Declared("foursquare_sessions_expired_total", "Sessions forgotten after their idle time.",
+             "counter", lambda m: m.sessions_expired_total),
+    Declared("foursquare_move_latency_seconds",
+             "From receiving a move to acknowledging it.", "histogram",
+             lambda m: m.move_latency),
+)
+
+
+class _Collector(Collector):
+    """Reads :data:`DECLARED` from a :class:`Metrics` at each scrape."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterable[Metric]:
+        return [declared.family(self._metrics) for declared in DECLARED]

@@ -40,6 +40,7 @@ from protocol import (
 )
 from server.app import RaceServer
 from tests.conftest import LiveServer, fast_config, start_live_server
+from tests.server.exposition import exposition_samples, exposition_types
 from tests.server.wire_client import TIMEOUT, WireClient
 
 
@@ -68,14 +69,29 @@ async def test_healthz_and_metrics_answer_over_plain_http(live_server: LiveServe
     assert (status, body) == (200, "ok\n")
     status, kind, metrics = await asyncio.to_thread(http_get, live_server.http_url + "/metrics")
     assert status == 200 and kind.startswith("text/plain; version=0.0.4")
-    lines = set(metrics.splitlines())
-    assert "foursquare_connections 2" in lines
-    assert 'foursquare_races{phase="running"} 1' in lines
-    assert "foursquare_seats_total 2" in lines
-    assert "foursquare_moves_total 1" in lines
-    assert 'foursquare_errors_total{code="illegal_move"} 1' in lines
-    assert "foursquare_move_latency_seconds_count 1" in lines
-    assert '# TYPE foursquare_move_latency_seconds histogram' in lines
+    samples = exposition_samples(metrics)
+    assert samples["foursquare_connections", ()] == 2
+    assert samples["foursquare_connections_total", ()] == 2
+    assert samples["foursquare_races", (("phase", "running"),)] == 1
+    assert samples["foursquare_seats_total", ()] == 2
+    assert samples["foursquare_moves_total", ()] == 1
+    assert samples["foursquare_errors_total", (("code", "illegal_move"),)] == 1
+    assert samples["foursquare_move_latency_seconds_count", ()] == 1
+    assert samples["foursquare_move_latency_seconds_bucket", (("le", "+Inf"),)] == 1
+    assert samples["foursquare_move_latency_seconds_sum", ()] > 0
+    types = exposition_types(metrics)
+    for name, kind in [("foursquare_connections", "gauge"),
+                       ("foursquare_connections_total", "counter"),
+                       ("foursquare_races", "gauge"), ("foursquare_seats_total", "counter"),
+                       ("foursquare_moves_total", "counter"),
+                       ("foursquare_errors_total", "counter"),
+                       ("foursquare_move_latency_seconds", "histogram")]:
+        assert types[name] == kind
+    # The process's own, from the Prometheus client library.
+    assert samples["process_resident_memory_bytes", ()] > 0
+    assert samples["process_open_fds", ()] >= 2  # at least the two websockets
+    assert samples["process_cpu_seconds_total", ()] > 0
+    assert ("python_gc_collections_total", (("generation", "0"),)) in samples
     await ann.close()
     await bob.close()
 
