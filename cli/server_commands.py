@@ -54,12 +54,22 @@ def register(subparsers: Subparsers) -> None:
         "variable: FOURSQUARE_HOST, FOURSQUARE_PORT, FOURSQUARE_DB, FOURSQUARE_SYNC, "
         "FOURSQUARE_LOOP, FOURSQUARE_MAX_CONNECTIONS, FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS, "
         "FOURSQUARE_NEW_SESSIONS_PER_MINUTE, FOURSQUARE_SESSION_EXPIRY, "
-        "FOURSQUARE_TRUSTED_PROXIES (comma-separated), FOURSQUARE_TLS_CERT, FOURSQUARE_TLS_KEY "
-        "(flags win).",
+        "FOURSQUARE_TRUSTED_PROXIES (comma-separated), FOURSQUARE_TLS_CERT, FOURSQUARE_TLS_KEY, "
+        "FOURSQUARE_METRICS_HOST, FOURSQUARE_METRICS_PORT (flags win).",
     )
     serve_parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve_parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
     serve_parser.add_argument("--db", help="SQLite journal file (default foursquare.db)")
+    serve_parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve GET /metrics (Prometheus) on this port only, and answer 404 for it on "
+        "the game port (default: /metrics on the game port)",
+    )
+    serve_parser.add_argument(
+        "--metrics-host",
+        help="address of the metrics port (default 127.0.0.1; needs --metrics-port)",
+    )
     serve_parser.add_argument(
         "--sync",
         choices=["normal", "full"],
@@ -167,6 +177,8 @@ def run_serve(args: argparse.Namespace) -> int:
             trusted_proxies=args.trusted_proxy,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
+            metrics_host=args.metrics_host,
+            metrics_port=args.metrics_port,
         )
         if args.no_journal:
             config = dataclasses.replace(config, journal=False)
@@ -187,7 +199,8 @@ def run_serve(args: argparse.Namespace) -> int:
         # One plain line on stdout, for people and for scripts waiting for the port. The
         # loop is named from the running loop itself, so the line says what really runs.
         loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
-        print(f"foursquare server listening on {server.url} (event loop: {loop})", flush=True)
+        print(f"foursquare server listening on {server.url} (event loop: {loop}), "
+              f"metrics on {server.metrics_url}", flush=True)
 
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:
@@ -205,7 +218,10 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"error: cannot serve on {config.host}:{config.port}: {error}", file=sys.stderr)
+        where = f"{config.host}:{config.port}"
+        if config.metrics_port is not None:
+            where += f" and {config.metrics_host}:{config.metrics_port}"
+        print(f"error: cannot serve on {where}: {error}", file=sys.stderr)
         return 1
     except ValueError as error:  # a certificate or key that cannot be used
         print(f"error: {error}", file=sys.stderr)

@@ -64,6 +64,8 @@ from server.journal import (
 from server.journal_file import refusing
 from server.logs import LogBudget, failure, log_event
 from server.metrics import CONTENT_TYPE, Metrics
+from server.metrics_listener import PATH as METRICS_PATH
+from server.metrics_listener import serve_metrics
 from server.outgoing import card_message, millis, race_options
 from server.par_worker import ParFound, ParWorker
 from server.rate_limit import TokenBucket
@@ -91,7 +93,8 @@ class _Refused(Exception):
 class RaceServer:
     """The race server: start it, then serve until :meth:`stop`.
 
-    ``url`` and ``port`` are known once :meth:`start` returns (port 0 picks a free one).
+    ``url``, ``port`` and ``metrics_url`` are known once :meth:`start` returns (port 0
+    picks a free one).
     """
 
     def __init__(self, config: ServerConfig):
@@ -113,6 +116,9 @@ class RaceServer:
         self._log_budgets: dict[ServerConnection, LogBudget] = {}
         """How many more error lines each open connection may log."""
         self.port = config.port
+        self.metrics_port = config.metrics_port
+        """The metrics port once started, or ``None`` when metrics are on the game port."""
+        self._metrics_server: asyncio.Server | None = None
         self.stopping = False
         self.failure_sentence: str | None = None
         """Why the server stopped on its own (its journal failed while it ran), as a
@@ -135,10 +141,16 @@ class RaceServer:
     @property
     def url(self) -> str:
         """The websocket URL clients connect to (``wss://`` with a certificate)."""
-        host = self.config.host
         scheme = "wss" if self.config.tls else "ws"
-        where = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
-        return f"{scheme}://{where}"
+        return f"{scheme}://{_authority(self.config.host, self.port)}"
+
+    @property
+    def metrics_url(self) -> str:
+        """Where ``GET /metrics`` answers: on the metrics port if there is one."""
+        if self.metrics_port is None:
+            scheme = "https" if self.config.tls else "http"
+            return f"{scheme}://{_authority(self.config.host, self.port)}{METRICS_PATH}"
+        return f"http://{_authority(self.config.metrics_host, self.metrics_port)}{METRICS_PATH}"
 
     @property
     def journal(self) -> Journal:
@@ -163,17 +175,30 @@ class RaceServer:
                 self.config, self.sessions, self.journal, self.metrics, self._holds
             )
             self._server = await self._listen(tls)
+            self.port = self._server.sockets[0].getsockname()[1]
+            if self.config.metrics_port is not None:
+                self._metrics_server = await serve_metrics(
+                    self.metrics,
+                    self.config.metrics_host,
+                    self.config.metrics_port,
+                    timeout=self.config.handshake_timeout,
+                    request_bytes=self.config.metrics_request_bytes,
+                )
+                self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
         except BaseException:
+            if self._server is not None:
+                self._server.close()
+                await self._server.wait_closed()
             self.tournaments.stop()
             if self._expiry is not None:
                 self._expiry.stop()
             if self._journal is not None:
                 await asyncio.to_thread(self._journal.close)
             raise
-        self.port = self._server.sockets[0].getsockname()[1]
         log_event(
             "server_start",
             url=self.url,
+            metrics=self.metrics_url,
             db=self.config.db if self.config.journal else None,
             sync=self.config.sync.value,
             races=len(self.hosts),
@@ -239,6 +264,9 @@ class RaceServer:
         for task in [*self._announcing, *self._pars.values()]:
             task.cancel()  # no par is sent once the server has stopped
         await self._par_worker.close()
+        if self._metrics_server is not None:
+            self._metrics_server.close()  # last: metrics are worth reading while it stops
+            await self._metrics_server.wait_closed()
         log_event("server_stop")
         self._stopped.set()
 
@@ -378,7 +406,9 @@ class RaceServer:
             if self.stopping:
                 return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "stopping\n")
             return connection.respond(http.HTTPStatus.OK, "ok\n")
-        if path == "/metrics":
+        if path == METRICS_PATH:
+            if self.config.metrics_port is not None:  # served on its own port only
+                return connection.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
             response = connection.respond(http.HTTPStatus.OK, self.metrics.render().decode())
             response.headers = Headers(
                 [(k, v) for k, v in response.headers.raw_items() if k.lower() != "content-type"]
@@ -1220,6 +1250,11 @@ def tls_context(config: ServerConfig) -> ssl.SSLContext | None:
             f"{getattr(error, 'strerror', None) or error}"
         ) from None
     return context
+
+
+def _authority(host: str, port: int) -> str:
+    """``host:port`` for a URL (an IPv6 address in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _peer_host(connection: ServerConnection) -> str | None:

@@ -24,6 +24,8 @@ ENVIRONMENT = {
     "trusted_proxies": "FOURSQUARE_TRUSTED_PROXIES",
     "tls_cert": "FOURSQUARE_TLS_CERT",
     "tls_key": "FOURSQUARE_TLS_KEY",
+    "metrics_host": "FOURSQUARE_METRICS_HOST",
+    "metrics_port": "FOURSQUARE_METRICS_PORT",
 }
 
 Clock = Callable[[], float]
@@ -37,6 +39,15 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8765
     """0 picks a free port (tests)."""
+    metrics_port: int | None = None
+    """Where ``GET /metrics`` is served: ``None`` on the game port, beside the websockets;
+    a port of its own otherwise (0 picks a free one), and then the game port answers 404
+    for ``/metrics``, so the public address shows nothing of the server's insides."""
+    metrics_host: str = "127.0.0.1"
+    """The address of the metrics port (only with ``metrics_port``): loopback unless told
+    otherwise, since metrics are for the operator's scraper, not for players."""
+    metrics_request_bytes: int = 8192
+    """Bytes of request line and headers the metrics port reads before it answers 400."""
     db: str = "foursquare.db"
     sync: Sync = Sync.NORMAL
     """What a journal commit survives: a killed server (``normal``) or also a power loss
@@ -93,7 +104,8 @@ class ServerConfig:
     tls_key: str | None = None
     """The PEM private key of ``tls_cert``."""
     handshake_timeout: float = 10.0
-    """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade)."""
+    """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade, and for
+    a request and its answer on the metrics port)."""
     idle_timeout: float = 900.0
     """Seconds without any message before the connection is closed."""
     send_buffer_limit: int = 4 * 1024 * 1024
@@ -123,15 +135,25 @@ class ServerConfig:
         values: dict[str, object] = {}
         for name, variable in ENVIRONMENT.items():
             given = flags.pop(name, None)
+            source = None if given is not None else variable
             if given is None:
                 given = environ.get(variable)
-            if given is not None:
+            if given is None:
+                continue
+            try:
                 values[name] = _PARSERS.get(name, str)(given)
+            except ValueError as error:
+                if source is None:
+                    raise
+                raise ValueError(f"{source}: {error}") from None
         if flags:
             raise TypeError(f"not a setting from flags: {', '.join(sorted(flags))}")
+        if "metrics_host" in values and values.get("metrics_port") is None:
+            raise ValueError("a metrics host needs a metrics port (--metrics-port)")
         config = cls(**values)  # type: ignore[arg-type]
-        if not 0 <= config.port <= 65535:
-            raise ValueError(f"the port must be from 0 to 65535, not {config.port}")
+        for name, number in (("port", config.port), ("metrics port", config.metrics_port)):
+            if number is not None and not 0 <= number <= 65535:
+                raise ValueError(f"the {name} must be from 0 to 65535, not {number}")
         if (config.tls_cert is None) != (config.tls_key is None):
             raise ValueError("TLS needs both a certificate (--tls-cert) and its key (--tls-key)")
         return config
@@ -146,7 +168,7 @@ def _port(value: object) -> int:
     try:
         return int(str(value))
     except ValueError:
-        raise ValueError(f"FOURSQUARE_PORT must be a number, not {value!r}") from None
+        raise ValueError(f"a port must be a number, not {value!r}") from None
 
 
 def _sync(value: object) -> Sync:
@@ -200,6 +222,7 @@ def _networks(value: object) -> tuple[str, ...]:
 
 _PARSERS: dict[str, Callable[[object], object]] = {
     "port": _port,
+    "metrics_port": _port,
     "sync": _sync,
     "max_connections": _count,
     "max_connections_per_address": _count,

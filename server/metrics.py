@@ -86,7 +86,6 @@ class Metrics:
         """The configured caps, by name (0: none)."""
         self.sessions: Callable[[], int] = lambda: 0
         self.sessions_expired_total = 0
-
         self.registry = CollectorRegistry()
         """The server's own: :data:`DECLARED`, then the library's process metrics."""
         self.registry.register(_Collector(self))

@@ -65,6 +65,19 @@ def test_limits_and_trusted_proxies_come_from_flags_or_the_environment() -> None
     assert config.new_sessions_per_minute == 5
 
 
+def test_the_metrics_port_comes_from_a_flag_or_the_environment() -> None:
+    assert ServerConfig.from_environment({}).metrics_port is None  # /metrics on the game port
+    environ = {"FOURSQUARE_METRICS_PORT": "9100", "FOURSQUARE_METRICS_HOST": "10.0.0.5"}
+    config = ServerConfig.from_environment(environ)
+    assert (config.metrics_host, config.metrics_port) == ("10.0.0.5", 9100)
+    flagged = ServerConfig.from_environment(environ, metrics_host="::1", metrics_port=9101)
+    assert (flagged.metrics_host, flagged.metrics_port) == ("::1", 9101)
+    alone = ServerConfig.from_environment({}, metrics_port=9102)
+    assert (alone.metrics_host, alone.metrics_port) == ("127.0.0.1", 9102)  # loopback
+    args = build_parser().parse_args(["serve", "--metrics-host", "::", "--metrics-port", "0"])
+    assert (args.metrics_host, args.metrics_port) == ("::", 0)
+
+
 @pytest.mark.parametrize(
     ("environ", "problem"),
     [
@@ -72,6 +85,9 @@ def test_limits_and_trusted_proxies_come_from_flags_or_the_environment() -> None
         ({"FOURSQUARE_TRUSTED_PROXIES": "proxy.example"}, "trusted proxy"),
         ({"FOURSQUARE_SESSION_EXPIRY": "soon"}, "seconds"),
         ({"FOURSQUARE_TLS_CERT": "cert.pem"}, "both"),
+        ({"FOURSQUARE_METRICS_PORT": "nine"}, "FOURSQUARE_METRICS_PORT: a port must be a number"),
+        ({"FOURSQUARE_METRICS_PORT": "-1"}, "metrics port must be from 0 to 65535"),
+        ({"FOURSQUARE_METRICS_HOST": "0.0.0.0"}, "metrics host needs a metrics port"),
     ],
 )
 def test_a_bad_limit_is_refused_with_a_sentence(environ: dict[str, str], problem: str) -> None:
