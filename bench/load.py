@@ -61,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -126,6 +127,9 @@ class Settings:
     """The event loop of the target, the echo floor and the generator alike (``uvloop``)."""
     priority: int | None = None
     """Nice value for the target and the generator (``None``: leave them as they are)."""
+    scrape: float = 0.0
+    """Seconds between two ``GET /metrics`` of a server target during the run, as a
+    Prometheus would scrape it (0: none; the echo floor has no metrics)."""
 
 
 # ============================================================ the generator process
@@ -795,6 +799,14 @@ def start(cpu: int, command: list[str], settings: Settings, **popen: Any) -> sub
     return process
 
 
+def scrape_seconds(port: int) -> float:
+    """One ``GET /metrics`` of the target on ``port``: seconds until the whole answer."""
+    started = time.perf_counter()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+        response.read()
+    return time.perf_counter() - started
+
+
 def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -891,9 +903,16 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         generator.stdin.write("go\n")
         generator.stdin.flush()
         rss_peak = rss_idle
+        scrapes: list[float] = []
+        every = settings.scrape if settings.scrape > 0 and target != "echo" else None
+        next_scrape = wall_start + settings.warmup
         while generator.poll() is None and time.monotonic() - wall_start < settings.duration + 60:
             rss_peak = max(rss_peak, rss_bytes(target_process.pid))
-            time.sleep(0.5)
+            if every is not None and time.monotonic() >= next_scrape:
+                scrapes.append(scrape_seconds(port))
+                next_scrape += every
+            pause = 0.5 if every is None else max(0.0, next_scrape - time.monotonic())
+            time.sleep(min(0.5, pause))
             if time.monotonic() - wall_start >= settings.duration:
                 break
         cpu = cpu_seconds(target_process.pid) - cpu_start
@@ -926,6 +945,7 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         "rss_idle_mib": rss_idle / 2**20,
         "rss_peak_mib": rss_peak / 2**20,
         "rss_per_connection_kib": (rss_idle - rss_empty) / connections / 1024,
+        "scrape_ms": summary(scrapes),
     }
 
 
@@ -981,6 +1001,18 @@ def ratios(results: list[dict[str, Any]]) -> list[str]:
             ratio = on["moves_per_second"] / off["moves_per_second"]
             lines.append(f"- {racers:,} racers: journal on runs {ratio:.2f} of the moves/s of "
                          "journal off.")
+    return lines
+
+
+def scrape_lines(results: list[dict[str, Any]]) -> list[str]:
+    """One line per run that scraped ``/metrics``: how long a scrape's round trip took."""
+    lines = []
+    for r in results:
+        scrape = r.get("scrape_ms", {})
+        if scrape.get("count"):
+            lines.append(f"- {r['target']} at {r['racers']:,} racers: {scrape['count']} scrapes "
+                         f"of /metrics, round trip p50 {_ms(scrape['p50'])} ms, max "
+                         f"{_ms(scrape['max'])} ms.")
     return lines
 
 
@@ -1275,6 +1307,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep", help="comma-separated racer counts: one run per count and "
                         "target, and a plot of latency against racers")
     parser.add_argument("--db-dir", help="directory for the server's journal (e.g. /dev/shm)")
+    parser.add_argument("--scrape", type=float, default=defaults.scrape, metavar="SECONDS",
+                        help="GET the server's /metrics every SECONDS of the measured window, "
+                        "as Prometheus would (default: never); the round trips are reported")
     parser.add_argument(
         "--targets", default="server,server-ram,echo",
         help="comma-separated, from: " + ", ".join(TARGETS),
@@ -1308,7 +1343,7 @@ def main(argv: list[str] | None = None) -> int:
         racers=args.racers, race_size=args.race_size, think=args.think,
         spectators=args.spectators, duration=args.duration,
         warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
-        loop=args.loop, priority=args.priority,
+        loop=args.loop, priority=args.priority, scrape=args.scrape,
     )
     if args.goals:
         rows, results = run_goals(settings)
@@ -1345,7 +1380,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     notes += caveats(results)
     print(table(results))
-    for line in ratios(results) + notes:
+    for line in ratios(results) + scrape_lines(results) + notes:
         print(line)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"settings": asdict(settings), "results": results},

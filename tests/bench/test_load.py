@@ -135,8 +135,9 @@ def test_the_crowd_goal_shows_the_cpu_a_move_took() -> None:
 @pytest.mark.parametrize("loop", LOOPS)
 def test_echo_target_measures_moves_and_fan_out(loop: str) -> None:
     settings = Settings(racers=8, race_size=4, think=0.2, spectators=2, duration=2.5, warmup=0.5,
-                        loop=loop)
+                        loop=loop, scrape=0.5)
     result = run_target("echo", settings)
+    assert result["scrape_ms"]["count"] == 0  # the floor has no /metrics
     assert result["connected"] == 10
     assert result["errors"] == 0
     assert result["moves"] > 0
@@ -149,8 +150,10 @@ def test_echo_target_measures_moves_and_fan_out(loop: str) -> None:
 
 
 def test_server_target_races_with_real_clients() -> None:
-    settings = Settings(racers=8, race_size=4, think=0.1, spectators=2, duration=3, warmup=0.5)
+    settings = Settings(racers=8, race_size=4, think=0.1, spectators=2, duration=3, warmup=0.5,
+                        scrape=0.5)
     result = run_target("server", settings)
+    assert result["scrape_ms"]["count"] >= 3  # /metrics scraped in the measured window
     assert result["connected"] == 10
     assert result["errors"] == 0, result["error_codes"]
     assert result["races_started"] >= 2
