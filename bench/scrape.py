@@ -34,7 +34,7 @@ def filled_metrics(racers: int) -> Metrics:
     rng = random.Random(1)
     metrics.connections_total = metrics.seats_total = racers
     metrics.open_connections = lambda: racers
-    races = {"waiting": 0, "countdown": 0, "running": racers // 4, "finished": 0}
+    races = {"lobby": 0, "countdown": 0, "running": racers // 4, "finished": 0}
     metrics.races_by_phase = lambda: dict(races)
     for code in ERROR_CODES:
         metrics.errors[code] = rng.randrange(1, 1000)
