@@ -16,17 +16,18 @@ from client.connection import Connection, ConnectionFailed
 from protocol import Error, ErrorCode, Hello, Welcome, decode_server, encode
 from server.config import ServerConfig
 from tests.conftest import LiveServer, fast_config, start_live_server
+from tests.server.exposition import Labels, exposition_samples
 from tests.server.test_abuse import Lines, server_log  # noqa: F401 (a fixture)
 from tests.server.wire_client import TIMEOUT, WireClient
 
 
-async def metrics(live: LiveServer) -> set[str]:
+async def metrics(live: LiveServer) -> dict[tuple[str, Labels], float]:
     def get() -> str:
         with urllib.request.urlopen(live.http_url + "/metrics", timeout=TIMEOUT) as response:
             text: str = response.read().decode()
             return text
 
-    return set((await asyncio.to_thread(get)).splitlines())
+    return exposition_samples(await asyncio.to_thread(get))
 
 
 async def open_socket(live: LiveServer, forwarded_for: str | None = None) -> ClientConnection:
@@ -68,8 +69,8 @@ async def test_connections_past_the_cap_per_address_are_refused_with_429(
         async for _ in Connection(live_server.url, "third").messages():
             pass
     lines = await metrics(live_server)
-    assert 'foursquare_refused_total{reason="connections_per_address"} 2' in lines
-    assert 'foursquare_limit{limit="connections_per_address"} 2' in lines
+    assert lines[("foursquare_refused_total", (("reason", "connections_per_address"),))] == 2
+    assert lines[("foursquare_limit", (("limit", "connections_per_address"),))] == 2
     await first.close()
     await until_open(live_server, 1)
     third = await open_socket(live_server)  # a closed connection gave its place back
@@ -107,8 +108,8 @@ async def test_a_trusted_proxy_names_the_client_and_the_total_cap_holds(
         assert status == 503
         assert body.startswith("The server has all the connections it can take")
         lines = await metrics(live)
-        assert 'foursquare_refused_total{reason="connections"} 1' in lines
-        assert 'foursquare_refused_total{reason="connections_per_address"} 1' in lines
+        assert lines[("foursquare_refused_total", (("reason", "connections"),))] == 1
+        assert lines[("foursquare_refused_total", (("reason", "connections_per_address"),))] == 1
         for socket in sockets:
             await socket.close()
     opened = [json.loads(line) for line in server_log.lines if '"connection_open"' in line]
@@ -130,4 +131,4 @@ async def test_new_sessions_per_address_are_capped_and_resumes_are_not(tmp_path:
             welcome = decode_server(await asyncio.wait_for(third.recv(), TIMEOUT))
             assert isinstance(welcome, Welcome) and welcome.resumed
         lines = await metrics(live)
-        assert 'foursquare_refused_total{reason="new_sessions_per_address"} 1' in lines
+        assert lines[("foursquare_refused_total", (("reason", "new_sessions_per_address"),))] == 1

@@ -32,6 +32,7 @@ from server.journal import DisabledJournal
 from server.metrics import Metrics
 from server.sessions import SessionRegistry
 from tests.conftest import fast_config, start_live_server
+from tests.server.exposition import exposition_samples
 from tests.server.wire_client import TIMEOUT, WireClient
 
 
@@ -159,7 +160,7 @@ async def test_sessions_in_memory_and_expired_are_in_metrics(tmp_path: Path) -> 
     clock = Clock()
     async with start_live_server(expiring_config(tmp_path, clock)) as live:
         assert live.server is not None
-        metrics = live.server.metrics.render().splitlines()
-        assert "foursquare_sessions 0" in metrics
-        assert 'foursquare_limit{limit="session_idle_expiry_seconds"} 100' in metrics
-        assert "foursquare_sessions_expired_total 0" in metrics
+        metrics = exposition_samples(live.server.metrics.render().decode())
+        assert metrics[("foursquare_sessions", ())] == 0
+        assert metrics[("foursquare_limit", (("limit", "session_idle_expiry_seconds"),))] == 100
+        assert metrics[("foursquare_sessions_expired_total", ())] == 0
