@@ -400,6 +400,7 @@ def winnable_seed(
     budget: float = 1.0,
     attempts: int = 20,
     clock: Clock = time.perf_counter,
+    within: float | None = None,
 ) -> WinnableDeal:
     """Draw seeds from ``source`` until one is shown winnable within ``budget`` seconds.
 
@@ -407,10 +408,17 @@ def winnable_seed(
     other (only its commitment is published before the race), so the policy does not
     weaken the commitment. Nearly every deal is winnable and a line is usually found in
     milliseconds, so ``attempts`` is a safety net; :class:`NoWinnableSeed` if it runs out.
+    ``within`` bounds all the attempts together, in seconds: under a ruleset that deals
+    few winnable seeds, each attempt can take its whole budget, and a server must not
+    spend ``attempts`` times that on one request.
     """
+    deadline = float("inf") if within is None else clock() + within
     for _ in range(attempts):
+        left = deadline - clock()
+        if left <= 0:
+            raise NoWinnableSeed(f"no winnable seed found within {within} s")
         seed = source()
-        found = solve(deal(seed), rules, budget, clock, prove=False)
+        found = solve(deal(seed), rules, min(budget, left), clock, prove=False)
         if found.score is not None:
             return WinnableDeal(seed, found.moves, found.score)
     raise NoWinnableSeed(f"no winnable seed in {attempts} attempts of {budget} s each")

@@ -131,3 +131,20 @@ def test_moves_parse_back_from_notation() -> None:
     # The CLI prints lines in move notation; they read back to the same positions.
     result = par("0")
     assert [parse_move(f"r{row}c{col}") for row, col in result.moves] == list(result.moves)
+
+
+def test_a_winnable_seed_search_stops_when_its_total_budget_is_spent() -> None:
+    ticks = itertools.count()
+    drawn: list[str] = []
+
+    def source() -> str:
+        drawn.append(f"seed-{len(drawn)}")
+        return drawn[-1]
+
+    # Each reading of this clock is a second later: the first attempt spends the 3 s.
+    with pytest.raises(NoWinnableSeed):
+        winnable_seed(
+            source, Ruleset(face_down_limit=0), budget=10.0, attempts=20,
+            clock=lambda: float(next(ticks)), within=3.0,
+        )
+    assert len(drawn) < 20
