@@ -69,6 +69,7 @@ class ErrorCode(StrEnum):
     NOT_RACING = "not_racing"
     RATE_LIMITED = "rate_limited"
     SERVER_BUSY = "server_busy"
+    NO_WINNABLE_DEAL = "no_winnable_deal"
     SHUTTING_DOWN = "shutting_down"
     INTERNAL_ERROR = "internal_error"
     TOURNAMENT_NOT_FOUND = "tournament_not_found"
@@ -111,6 +112,10 @@ _SENTENCES: dict[ErrorCode, str] = {
     ErrorCode.NOT_RACING: "Your game in this race is over (won, lost, resigned or timed out).",
     ErrorCode.RATE_LIMITED: "Too many messages; slow down.",
     ErrorCode.SERVER_BUSY: "The server is at capacity; try again later.",
+    ErrorCode.NO_WINNABLE_DEAL: (
+        "No winnable deal was found for that ruleset within the server's search budget; "
+        "choose other rules or the random seed policy."
+    ),
     ErrorCode.SHUTTING_DOWN: "The server is shutting down; reconnect later.",
     ErrorCode.INTERNAL_ERROR: "The server failed to handle the message.",
     ErrorCode.TOURNAMENT_NOT_FOUND: "No tournament has that code.",

@@ -26,8 +26,6 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 import protocol
-from engine import Ruleset
-from engine.solver import NoWinnableSeed, winnable_seed
 from protocol import (
     PROTOCOL_VERSION,
     ClientMessage,
@@ -35,7 +33,6 @@ from protocol import (
     ErrorCode,
     Limits,
     ProtocolError,
-    RacePar,
     Role,
     SeedPolicy,
     ServerMessage,
@@ -43,6 +40,7 @@ from protocol import (
     encode,
 )
 from protocol.schema import show
+from protocol.tournament import HostAction, TournamentControl
 from server import admission, fanout
 from server import race as core
 from server.admission import Admission
@@ -67,10 +65,11 @@ from server.metrics import CONTENT_TYPE, Metrics
 from server.metrics_listener import PATH as METRICS_PATH
 from server.metrics_listener import serve_metrics
 from server.outgoing import card_message, millis, race_options
-from server.par_worker import ParFound, ParWorker
+from server.pars import ParQueue
 from server.rate_limit import TokenBucket
 from server.sessions import Session, SessionRegistry
 from server.tournament_host import TournamentDesk
+from server.winnable import SeedRefused, WinnableSeeds
 
 SERVER_INFO = protocol.ServerInfo(name="foursquare", version="0.1.0")
 
@@ -129,14 +128,12 @@ class RaceServer:
         self._stopped = asyncio.Event()
         self._closing: set[asyncio.Task[None]] = set()
         """Connections being closed in the background (held so the tasks are not lost)."""
-        self._pars: dict[tuple[str, Ruleset], asyncio.Task[ParFound]] = {}
-        """Pars being computed, by deal: races dealt one seed share one search."""
-        self._announcing: set[asyncio.Task[None]] = set()
-        """Finished races waiting for their par (held so the tasks are not lost)."""
         self._expiry: SessionExpiry | None = None
-        self._par_worker = ParWorker()
-        """One low-priority child process for par searches, one at a time, however many
-        races finish together."""
+        self._pars = ParQueue(config, self.metrics)
+        """Finished races waiting for their deal's par (a bounded queue, one low-priority
+        child process)."""
+        self.winnable = WinnableSeeds(config, self.metrics)
+        """Winnable seeds for races and tournaments (another low-priority child process)."""
 
     @property
     def url(self) -> str:
@@ -195,6 +192,7 @@ class RaceServer:
             if self._journal is not None:
                 await asyncio.to_thread(self._journal.close)
             raise
+        self.winnable.start()
         log_event(
             "server_start",
             url=self.url,
@@ -261,9 +259,8 @@ class RaceServer:
         for host in self.hosts.values():
             host.stop()
         self.tournaments.stop()
-        for task in [*self._announcing, *self._pars.values()]:
-            task.cancel()  # no par is sent once the server has stopped
-        await self._par_worker.close()
+        await self._pars.close()
+        await self.winnable.close()
         if self._metrics_server is not None:
             self._metrics_server.close()  # last: metrics are worth reading while it stops
             await self._metrics_server.wait_closed()
@@ -362,34 +359,12 @@ class RaceServer:
         loop = asyncio.get_running_loop()
         loop.call_later(self.config.finished_linger, self._forget, host)
         if self.config.par_budget > 0:
-            task = asyncio.create_task(self._announce_par(host), name=f"race-{host.race_id}-par")
-            self._announcing.add(task)
-            task.add_done_callback(self._announcing.discard)
-
-    async def _announce_par(self, host: RaceHost) -> None:
-        """Have the par worker compute the deal's par (the result is already out) and send
-        it to the race; a failed search is logged, never raised."""
-        deal = (host.race.seed, host.race.options.ruleset)
-        search = self._pars.get(deal)
-        if search is None:
-            search = asyncio.create_task(
-                self._par_worker.par(*deal, self.config.par_budget), name="par"
-            )
-            self._pars[deal] = search
-            search.add_done_callback(lambda _: self._pars.pop(deal, None))
-        try:
-            found = await asyncio.shield(search)
-        except Exception as error:
-            log_event("par_error", logging.ERROR, race=host.race_id, error=repr(error))
-            return
-        message = RacePar(
-            race=host.race_id, score=found.score, proven=found.proven, cards_used=found.cards_used
-        )
-        host.announce_par(message)
+            self._pars.add(host)  # the result is already out: the par follows when found
 
     def _forget(self, host: RaceHost) -> None:
         if self.hosts.get(host.race_id) is host:
             del self.hosts[host.race_id]
+        self._pars.forget(host)
         host.stop()
 
     def _races_by_phase(self) -> dict[str, int]:
@@ -631,12 +606,24 @@ class RaceServer:
         except Exception as error:
             self._answer_failed(connection, session, message, error)
 
+    def answers_later(self, message: ClientMessage) -> bool:
+        """Whether ``message`` may have to wait for a winnable deal before it is answered: a
+        winnable ``create_race``, or a host starting a tournament (which may deal them)."""
+        if self.stopping:
+            return False
+        if isinstance(message, protocol.CreateRace):
+            return message.options.seed_policy is SeedPolicy.WINNABLE
+        return isinstance(message, TournamentControl) and message.action is HostAction.START
+
     async def _answer_later(
-        self, connection: ServerConnection, session: Session, message: protocol.CreateRace
+        self, connection: ServerConnection, session: Session, message: ClientMessage
     ) -> None:
-        """Answer a ``create_race`` that must first find a winnable deal."""
+        """Answer a message that :meth:`answers_later`, once its winnable deal is found."""
         try:
-            await self._on_create_winnable_race(connection, session, message)
+            if isinstance(message, protocol.CreateRace):
+                await self._on_create_winnable_race(connection, session, message)
+            elif isinstance(message, TournamentControl):
+                await self.tournaments.start_when_dealt(connection, session, message)
         except Exception as error:
             self._answer_failed(connection, session, message, error)
 
@@ -649,7 +636,7 @@ class RaceServer:
     ) -> None:
         """Answer a message whose handling raised: a refusal as its error code, anything
         else as ``internal_error`` (a bug must cost one answer, never the connection)."""
-        if isinstance(error, _Refused | core.RaceError):
+        if isinstance(error, _Refused | core.RaceError | SeedRefused):
             code = ErrorCode(error.code.value) if isinstance(error, core.RaceError) else error.code
             self._refuse(
                 connection,
@@ -802,7 +789,7 @@ class RaceServer:
         self, connection: ServerConnection, session: Session, message: protocol.CreateRace
     ) -> None:
         options = self._options_to_create(session, message)
-        seed = await self._winnable_seed(options)
+        seed = await self.winnable.find(options.ruleset, requester=session.session_id)
         self._check_free_to_join(session)  # still true: this connection waited for us
         host = self.open_race(options, seed=seed)
         self._join(connection, session, host, message.id)
@@ -816,17 +803,6 @@ class RaceServer:
             return race_options(message.options, self.config.progress_interval)
         except ValueError as error:
             raise _Refused(ErrorCode.BAD_MESSAGE, f"create_race.options: {error}") from None
-
-    async def _winnable_seed(self, options: core.RaceOptions) -> str:
-        """A fresh seed the solver has found a winning line for (in a worker thread: the
-        search takes milliseconds on most deals, up to its budget on a hard one)."""
-        try:
-            found = await asyncio.to_thread(
-                winnable_seed, self.config.seed_source, options.ruleset
-            )
-        except NoWinnableSeed as error:
-            raise _Refused(ErrorCode.SERVER_BUSY, f"no winnable deal found: {error}") from None
-        return found.seed
 
     def _on_join_race(
         self, connection: ServerConnection, session: Session, message: protocol.JoinRace
@@ -1115,11 +1091,7 @@ class _Conversation:
         except ProtocolError as error:
             self._refuse_bad(error, "too many bad messages")
             return
-        if (
-            isinstance(message, protocol.CreateRace)
-            and message.options.seed_policy is SeedPolicy.WINNABLE
-            and not server.stopping
-        ):
+        if server.answers_later(message):
             self._wait_on(server._answer_later(connection, session, message))
         else:
             server._answer(connection, session, message, received_at)

@@ -120,6 +120,24 @@ class ServerConfig:
     par_budget: float = 2.0
     """Seconds the solver may spend on a finished race's par (in a low-priority child
     process, after the result is out); 0 computes no par."""
+    par_queue_limit: int = 16
+    """Deals whose par may wait for the search worker at once. The newest finished race is
+    searched first; when one more would not fit, the oldest waiting is dropped (its
+    racers have most likely moved on) and gets no ``race_par``."""
+    winnable_budget: float = 3.0
+    """Seconds one search for a winnable deal may take in all, across the seeds it tries
+    (in a low-priority child process); past it the request is refused with
+    ``no_winnable_deal``."""
+    winnable_searches: int = 4
+    """Searches for a winnable deal waiting or running at once, server-wide; one more is
+    refused at once with ``server_busy`` (and a session may have only one at a time)."""
+    winnable_stock: int = 4
+    """Winnable seeds of the default ruleset kept found ahead of time (refilled in the
+    background, idle when full), so that an ordinary winnable race never waits for a
+    search; 0 keeps none."""
+    hopeless_ruleset_seconds: float = 600.0
+    """Seconds a ruleset whose search for a winnable deal ran out of budget is refused up
+    front with ``no_winnable_deal``, without searching again."""
     clock: Clock = field(default=time.time, compare=False)
     seed_source: SeedSource = field(default=random_seed, compare=False)
 

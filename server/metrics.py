@@ -86,6 +86,13 @@ class Metrics:
         """The configured caps, by name (0: none)."""
         self.sessions: Callable[[], int] = lambda: 0
         self.sessions_expired_total = 0
+        self.par_searches_done = 0
+        self.par_searches_dropped = 0
+        self.par_queue: Callable[[], int] = lambda: 0
+        self.winnable_searches_done = 0
+        self.winnable_requests: Callable[[], int] = lambda: 0
+        self.winnable_stock: Callable[[], int] = lambda: 0
+
         self.registry = CollectorRegistry()
         """The server's own: :data:`DECLARED`, then the library's process metrics."""
         self.registry.register(_Collector(self))
@@ -163,6 +170,22 @@ DECLARED: tuple[Declared, ...] = (
     Declared("foursquare_move_latency_seconds",
              "From receiving a move to acknowledging it.", "histogram",
              lambda m: m.move_latency),
+    Declared("foursquare_par_queue", "Deals waiting for their par search.", "gauge",
+             lambda m: m.par_queue()),
+    Declared("foursquare_par_searches_total", "Par searches answered by the search worker.",
+             "counter", lambda m: m.par_searches_done),
+    Declared("foursquare_par_searches_dropped_total",
+             "Par searches dropped unsearched (the queue was full, or nobody was left to see "
+             "the par).", "counter", lambda m: m.par_searches_dropped),
+    Declared("foursquare_winnable_requests",
+             "Requests for a winnable deal waiting for a search.", "gauge",
+             lambda m: m.winnable_requests()),
+    Declared("foursquare_winnable_searches_total",
+             "Searches for a winnable deal run by the search worker (refilling the stock "
+             "included).", "counter", lambda m: m.winnable_searches_done),
+    Declared("foursquare_winnable_stock",
+             "Winnable seeds of the default ruleset found ahead of time.", "gauge",
+             lambda m: m.winnable_stock()),
 )
 
 

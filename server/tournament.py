@@ -71,8 +71,11 @@ from protocol.result import RaceResult, RacerOutcome, RacerResult, standing_key
 from protocol.tournament import EntrantState, TournamentFormat, TournamentStatus
 from server.race import RaceOptions
 
-#: Where tournament races get their seeds; the shell injects one per seed policy.
-SeedSource = Callable[[], str]
+SeedSource = Callable[[], str | None]
+"""Where tournament races get their seeds; the shell injects one per seed policy. It answers
+at once, never waits: a seed, or ``None`` when none is ready (a winnable seed still being
+searched for). Then a round does not start (:attr:`TournamentErrorCode.NO_SEED_READY`) and
+an arena pairs later: the shell finds a seed and applies :class:`Tick` again."""
 
 
 def hash_token(token: str) -> bytes:
@@ -88,6 +91,8 @@ class TournamentErrorCode(Enum):
     NOT_AN_ENTRANT = "not_an_entrant"
     ALREADY_ENTERED = "already_entered"
     UNKNOWN_RACE = "race_not_found"
+    NO_SEED_READY = "server_busy"
+    """The seed source had no seed ready (the shell finds one, then asks again)."""
 
 
 class TournamentError(Exception):
@@ -506,6 +511,10 @@ class Tournament:
         self.entrants: dict[str, Entrant] = {}
         self.races: dict[str, TournamentRace] = {}
         self._arena_races = 0
+        self._short_of_seeds = False
+        """The last pairing left entrants waiting because the seed source had no seed
+        ready. Not part of the recorded state: it only tells the shell that a seed is
+        wanted, and keeps the pairing time out of :meth:`next_deadline` until one comes."""
 
     @classmethod
     def restore(
@@ -571,16 +580,23 @@ class Tournament:
         return lines
 
     def next_deadline(self) -> float | None:
-        """The next time :meth:`apply` with :class:`Tick` has something to do, or ``None``."""
-        if self.format is not TournamentFormat.ARENA or self.status is not TournamentStatus.RUNNING:
-            return None
-        if self.ending or self.paused:
+        """The next time :meth:`apply` with :class:`Tick` has something to do, or ``None``.
+
+        While the arena waits for a seed (:attr:`waiting_for_seed`) pairing has no time:
+        the shell applies :class:`Tick` once it has one."""
+        if not self._arena_pairing():
             return None
         times = [self.ends_at] if self.ends_at is not None else []
         waiting = self._waiting()
-        if len(waiting) >= 2:
+        if len(waiting) >= 2 and not self._short_of_seeds:
             times.append(min(e.free_since for e in waiting) + self.settings.pairing_delay)
         return min(times) if times else None
+
+    @property
+    def waiting_for_seed(self) -> bool:
+        """Whether entrants of a running arena wait to be paired because the seed source
+        had no seed ready: the shell should find one, then apply :class:`Tick`."""
+        return self._short_of_seeds and self._arena_pairing()
 
     # ------------------------------------------------------------ commands
 
@@ -674,6 +690,10 @@ class Tournament:
         number = self.round + 1
         absent = tuple(e.entrant_id for e in active if e not in dealt)
         seed = self._next_seed()
+        if seed is None:
+            raise TournamentError(
+                TournamentErrorCode.NO_SEED_READY, "no deal is ready for the round yet"
+            )
         groups = split_evenly(self._by_standing(dealt), self.settings.race_size, pairs=False)
         return [
             RoundStarted(number, absent),
@@ -708,18 +728,23 @@ class Tournament:
         ``at_once``)."""
         waiting = self._waiting()
         size = self.settings.race_size
+        self._short_of_seeds = False
         if len(waiting) < 2:
             return []
         longest = now - min(e.free_since for e in waiting)
         if len(waiting) < size and longest < self.settings.pairing_delay and not at_once:
             return []
-        groups = split_evenly(self._by_standing(waiting), size, pairs=True)
-        return [
-            RaceOrdered(
-                f"{self.tournament_id}-A{self._arena_races + index}", 0, self._next_seed(), group
-            )
-            for index, group in enumerate(groups, start=1)
-        ]
+        orders: list[Event] = []
+        for index, group in enumerate(
+            split_evenly(self._by_standing(waiting), size, pairs=True), start=1
+        ):
+            seed = self._next_seed()
+            if seed is None:  # the rest wait for the next pairing, once a seed is ready
+                self._short_of_seeds = True
+                break
+            race_id = f"{self.tournament_id}-A{self._arena_races + index}"
+            orders.append(RaceOrdered(race_id, 0, seed, group))
+        return orders
 
     # ------------------------------------------------------------- evolve
 
@@ -821,6 +846,13 @@ class Tournament:
             parts.append("ending")
         return ", ".join(parts)
 
+    def _arena_pairing(self) -> bool:
+        """Whether this is an arena whose window is open, not paused and not ending."""
+        running = self.status is TournamentStatus.RUNNING
+        return self.format is TournamentFormat.ARENA and running and not (
+            self.ending or self.paused
+        )
+
     def _running_or_open(self) -> bool:
         return self.status in (TournamentStatus.OPEN, TournamentStatus.RUNNING) and not (
             self.ending
@@ -849,7 +881,7 @@ class Tournament:
         ordered = sorted(entrants, key=lambda e: (e.standing_key(), e.free_since))
         return [e.entrant_id for e in ordered]
 
-    def _next_seed(self) -> str:
+    def _next_seed(self) -> str | None:
         if self.seed_source is None:
             raise RuntimeError("this tournament was given no seed source")
         return self.seed_source()

@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import queue
 import secrets
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from websockets.protocol import State
 
 from engine import Ruleset
-from engine.solver import NoWinnableSeed, winnable_seed
 from protocol import ErrorCode, ProtocolError, RaceFinished, Role
 from protocol.codec import encode
 from protocol.schema import show
@@ -65,11 +62,13 @@ from server.tournament import (
     RecordResult,
     Remove,
     Resume,
+    SeedSource,
     SetAvailable,
     StartNext,
     Tick,
     Tournament,
     TournamentError,
+    TournamentErrorCode,
     TournamentSettings,
     hash_token,
 )
@@ -79,6 +78,7 @@ from server.tournament_store import (
     finished_but_unrecorded,
     tournaments_in,
 )
+from server.winnable import SeedRefused, WinnableSeeds
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
@@ -106,30 +106,30 @@ class _Outgoing:
     deliver: Callable[[], None]
 
 
-class WinnableSeeds:
-    """Seeds the par solver has shown winnable (:func:`engine.solver.winnable_seed`), found
-    ahead of time: a worker thread keeps ``ready`` of them in stock, so that dealing one
-    seldom waits and never holds up the event loop for a search."""
+class TournamentSeeds:
+    """The seed source of a winnable tournament's core: it answers at once, never waits.
 
-    def __init__(
-        self, random_source: Callable[[], str], rules: Ruleset = Ruleset(), ready: int = 4
-    ):
-        self._random_source = random_source
-        self._rules = rules
-        self._ready: queue.Queue[str] = queue.Queue(maxsize=ready)
-        threading.Thread(target=self._fill, name="winnable-seeds", daemon=True).start()
+    It gives the seed found for this tournament if there is one, else one from the
+    server's stock (:meth:`WinnableSeeds.take`), else ``None``: the core then refuses to
+    start a round, or leaves an arena's entrants waiting, and the desk searches for a seed
+    (:meth:`TournamentDesk.find_seed`). Nothing searches until a seed is wanted, so a
+    tournament brought back after a restart costs nothing until it deals.
+    """
 
-    def __call__(self) -> str:
-        """The next winnable seed."""
-        return self._ready.get()
+    def __init__(self, winnable: WinnableSeeds, rules: Ruleset):
+        self.rules = rules
+        self.found: str | None = None
+        """A seed found for this tournament and not dealt yet."""
+        self.search: asyncio.Task[None] | None = None
+        """The search in progress for this tournament (at most one)."""
+        self.retry_at = float("-inf")
+        """After a refused search, no other starts for the arena before this (clock time)."""
+        self._winnable = winnable
 
-    def _fill(self) -> None:
-        while True:
-            try:
-                found = winnable_seed(self._random_source, self._rules)
-            except NoWinnableSeed:
-                continue  # a run of hard deals: draw again
-            self._ready.put(found.seed)
+    def __call__(self) -> str | None:
+        """A seed now, or ``None`` if none is ready."""
+        seed, self.found = self.found, None
+        return seed if seed is not None else self._winnable.take(self.rules)
 
 
 class TournamentDesk:
@@ -145,7 +145,8 @@ class TournamentDesk:
         self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._winnable: dict[Ruleset, WinnableSeeds] = {}
+        self._seeds: dict[str, TournamentSeeds] = {}
+        """Winnable tournaments' seed sources, by join code."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -166,7 +167,7 @@ class TournamentDesk:
         else:
             stored = []
         for tournament, unrecorded in stored:
-            tournament.seed_source = self._seed_source(tournament.settings)
+            tournament.seed_source = self._seed_source(tournament.code, tournament.settings)
             self._adopt(tournament)
             if tournament.status is TournamentStatus.FINISHED:
                 continue
@@ -220,15 +221,76 @@ class TournamentDesk:
         """Handle one tournament request; a refusal is answered with an ``error``."""
         try:
             self._dispatch(connection, session, message)
-        except (_Refused, TournamentError) as refusal:
-            refused = ProtocolError(
-                ErrorCode(refusal.code.value),
-                refusal.message,
-                in_reply_to=message.TYPE,
-                reply_to=message.id,
+        except (_Refused, TournamentError, SeedRefused) as refusal:
+            self._refuse(connection, message, refusal)
+
+    async def start_when_dealt(
+        self, connection: ServerConnection, session: Session, message: TournamentControl
+    ) -> None:
+        """Answer a host's ``start``. A tournament that deals winnable seeds and has none
+        ready refuses it (:attr:`TournamentErrorCode.NO_SEED_READY`); then find one (the
+        connection holds its later messages meanwhile) and start again."""
+        try:
+            self._dispatch(connection, session, message)
+            return
+        except TournamentError as refusal:
+            if refusal.code is not TournamentErrorCode.NO_SEED_READY:
+                self._refuse(connection, message, refusal)
+                return
+        except (_Refused, SeedRefused) as refusal:
+            self._refuse(connection, message, refusal)
+            return
+        try:
+            await self.find_seed(self._find(message.tournament), session.session_id)
+        except SeedRefused as refusal:
+            self._refuse(connection, message, refusal)
+            return
+        self.dispatch(connection, session, message)
+
+    def find_seed(self, tournament: Tournament, requester: str) -> asyncio.Future[None]:
+        """Search for a seed for ``tournament`` (or join the search already running), on
+        behalf of ``requester``; the future fails with :class:`SeedRefused`. Once found,
+        the tournament is ticked: an arena pairs whoever waited for it."""
+        seeds = self._seeds[tournament.code]
+        if seeds.search is None:
+            seeds.search = asyncio.create_task(
+                self._search(tournament, seeds, requester), name=f"seed-{tournament.code}"
             )
-            error = self.server.refusal(connection, refused)
-            self._queue(None, lambda: self._send([connection], encode(error)))
+        return asyncio.shield(seeds.search)
+
+    async def _search(self, tournament: Tournament, seeds: TournamentSeeds, requester: str) -> None:
+        try:
+            seeds.found = await self.server.winnable.find(seeds.rules, requester)
+        except SeedRefused as refusal:
+            # An arena tries again later, not at once: its entrants would wait anyway.
+            pause = self.server.config.hopeless_ruleset_seconds
+            if refusal.code is not ErrorCode.NO_WINNABLE_DEAL:
+                pause = self.server.config.winnable_budget
+            seeds.retry_at = self._now() + pause
+            log_event("tournament_seed_refused", tournament=tournament.code, code=refusal.code)
+            raise
+        finally:
+            seeds.search = None
+            self._wake.set()
+        try:
+            self._apply(tournament, Tick())
+        except Exception as error:  # one tournament's bug must not stop the rest
+            log_event("internal_error", tournament=tournament.code, error=repr(error))
+
+    def _refuse(
+        self,
+        connection: ServerConnection,
+        message: Any,
+        refusal: _Refused | TournamentError | SeedRefused,
+    ) -> None:
+        refused = ProtocolError(
+            ErrorCode(refusal.code.value),
+            refusal.message,
+            in_reply_to=message.TYPE,
+            reply_to=message.id,
+        )
+        error = self.server.refusal(connection, refused)
+        self._queue(None, lambda: self._send([connection], encode(error)))
 
     def _dispatch(self, connection: ServerConnection, session: Session, message: Any) -> None:
         match message:
@@ -286,11 +348,13 @@ class TournamentDesk:
                 seed_policy=options.seed_policy.value,
                 ruleset=options.ruleset,
             )
-            seeds = self._seed_source(settings)
-        except (ValueError, RuntimeError) as error:
+        except ValueError as error:
             raise _Refused(ErrorCode.BAD_MESSAGE, f"create_tournament.options: {error}") from None
+        if settings.seed_policy == "winnable":
+            self.server.winnable.check_hopeful(settings.ruleset)  # no deal to be had lately
         code = new_code(TOURNAMENT_CODE_LENGTH, taken=self.tournaments)
         token = secrets.token_hex(24)  # hex: never starts with "-", so "--token TOKEN" parses
+        seeds = self._seed_source(code, settings)
         tournament = Tournament(code, code, hash_token(token), settings, self._now(), seeds)
         self._adopt(tournament)
         committed = self.server.journal.submit(TournamentOpened.of(tournament))
@@ -388,7 +452,19 @@ class TournamentDesk:
         if events:
             messages.append((self._audience(tournament), self.state_message(tournament)))
         self._queue(committed, lambda: self._send_all(messages))
+        if tournament.waiting_for_seed:
+            self._search_for_arena(tournament)
         self._wake.set()
+
+    def _search_for_arena(self, tournament: Tournament) -> None:
+        """Find a seed for an arena whose entrants wait for one, unless a search is already
+        running or the last one was refused a short while ago (the clock comes back then)."""
+        seeds = self._seeds.get(tournament.code)
+        if seeds is None or seeds.search is not None or self._now() < seeds.retry_at:
+            return
+        search = self.find_seed(tournament, requester=f"tournament {tournament.code}")
+        # Refusals are logged by the search; nobody else waits for this one.
+        search.add_done_callback(lambda done: done.cancelled() or done.exception())
 
     def state_message(
         self, tournament: Tournament, you: str | None = None, reply_to: int | None = None
@@ -424,14 +500,11 @@ class TournamentDesk:
         entrants = (self.server.sessions.get(entrant_id) for entrant_id in tournament.entrants)
         return watchers | {s.connection for s in entrants if s and s.connection is not None}
 
-    def _seed_source(self, settings: TournamentSettings) -> Callable[[], str]:
-        random_source = self.server.config.seed_source
+    def _seed_source(self, code: str, settings: TournamentSettings) -> SeedSource:
         if settings.seed_policy == "winnable":
-            rules = settings.ruleset
-            if rules not in self._winnable:
-                self._winnable[rules] = WinnableSeeds(random_source, rules)
-            return self._winnable[rules]
-        return random_source
+            seeds = self._seeds[code] = TournamentSeeds(self.server.winnable, settings.ruleset)
+            return seeds
+        return self.server.config.seed_source
 
     def _queue(
         self, committed: concurrent.futures.Future[None] | None, deliver: Callable[[], None]
@@ -465,7 +538,7 @@ class TournamentDesk:
             deadlines = [
                 (deadline, t)
                 for t in self.tournaments.values()
-                if (deadline := t.next_deadline()) is not None
+                if (deadline := self._next_deadline(t)) is not None
             ]
             now = self._now()
             for deadline, tournament in deadlines:
@@ -480,6 +553,15 @@ class TournamentDesk:
             timeout = min(future) - now if future else None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+
+    def _next_deadline(self, tournament: Tournament) -> float | None:
+        """When the clock should tick ``tournament``: at its own deadline, or when an
+        arena waiting for a seed may search again after a refusal."""
+        deadline = tournament.next_deadline()
+        seeds = self._seeds.get(tournament.code)
+        if tournament.waiting_for_seed and seeds is not None and seeds.search is None:
+            deadline = seeds.retry_at if deadline is None else min(deadline, seeds.retry_at)
+        return deadline
 
     def _now(self) -> float:
         return self.server.config.clock()

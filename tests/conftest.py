@@ -54,6 +54,9 @@ def fast_config(db_path: Path) -> ServerConfig:
         quick_countdown=0.2,
         handshake_timeout=5.0,
         new_sessions_per_minute=0,
+        # No stock of winnable seeds: a test server starts no search worker unless the
+        # test asks for a search (the tests of the stock set one).
+        winnable_stock=0,
     )
 
 
