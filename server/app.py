@@ -240,6 +240,11 @@ class RaceServer:
             self._server.close(close_connections=False)
         if self._expiry is not None:
             self._expiry.stop()
+        # Searches end now: a request waiting for a winnable deal is refused (each would
+        # otherwise hold its connection, and so the shutdown, for up to its budget), and
+        # no par is sent once the server has stopped.
+        await self.winnable.close()
+        await self._pars.close()
         await asyncio.gather(*(host.drain() for host in self.hosts.values()))
         if self._journal is not None:
             if not self.failed:
@@ -259,8 +264,6 @@ class RaceServer:
         for host in self.hosts.values():
             host.stop()
         self.tournaments.stop()
-        await self._pars.close()
-        await self.winnable.close()
         if self._metrics_server is not None:
             self._metrics_server.close()  # last: metrics are worth reading while it stops
             await self._metrics_server.wait_closed()

@@ -158,6 +158,8 @@ class WinnableSeeds:
         try:
             seed = await self._worker.winnable(candidates, rules, self._config.winnable_budget)
         except SearchWorkerError as error:
+            if self._closed:
+                raise SeedRefused(ErrorCode.SHUTTING_DOWN, "the server is shutting down") from None
             log_event("winnable_error", logging.ERROR, error=repr(error))
             raise SeedRefused(
                 ErrorCode.SERVER_BUSY, "the search for a winnable deal failed; try again"

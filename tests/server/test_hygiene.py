@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import socket
 import threading
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,12 +40,7 @@ from protocol import (
 from server.app import RaceServer
 from tests.conftest import LiveServer, fast_config, start_live_server
 from tests.server.exposition import exposition_samples, exposition_types
-from tests.server.wire_client import TIMEOUT, WireClient
-
-
-def http_get(url: str) -> tuple[int, str, str]:
-    with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
-        return response.status, response.headers["Content-Type"], response.read().decode()
+from tests.server.wire_client import TIMEOUT, WireClient, http_get
 
 
 async def still_answers(client: WireClient) -> None:

@@ -5,23 +5,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from protocol import CreateRace, RaceOptions, RaceSnapshot
 from tests.conftest import fast_config, run_server_process, start_live_server
 from tests.server.exposition import exposition_samples
-from tests.server.wire_client import TIMEOUT, WireClient
-
-
-def http_get(url: str) -> tuple[int, str, str]:
-    """Status, ``Content-Type`` and body of a GET, whatever the status."""
-    try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
-            return response.status, response.headers["Content-Type"], response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers["Content-Type"], error.read().decode()
+from tests.server.wire_client import TIMEOUT, WireClient, http_get
 
 
 async def raw_request(port: int, request: bytes) -> bytes:

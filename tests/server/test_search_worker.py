@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from engine import Adjacency, Ruleset
+from engine import Ruleset
 from engine.solver import par
 from server.search_worker import (
     PARENT_GONE,
@@ -22,10 +22,7 @@ from server.search_worker import (
     answer,
     serve,
 )
-from tests.server.known_games import WON_SEED
-
-#: No deal can be won under these rules: with no face-down card allowed, the first flip loses.
-HOPELESS = Ruleset(grid_size=5, pile_capacity=2, face_down_limit=0, adjacency=Adjacency.ANY)
+from tests.server.known_games import HOPELESS, WON_SEED
 
 
 def expected(seed: str, budget: float) -> ParFound:

@@ -7,6 +7,8 @@ is checked as strictly as a client would) and kept in ``received``.
 from __future__ import annotations
 
 import asyncio
+import urllib.error
+import urllib.request
 from typing import TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -25,6 +27,7 @@ from protocol import (
     decode_server,
     encode,
 )
+from tests.server.exposition import exposition_samples
 
 M = TypeVar("M", bound=ServerMessage)
 
@@ -109,3 +112,22 @@ class WireClient:
     async def close(self) -> None:
         """Close the connection."""
         await self.connection.close()
+
+
+def http_get(url: str) -> tuple[int, str, str]:
+    """GET ``url`` (blocking: call it in a thread): the status, content type and body,
+    whatever the status."""
+    try:
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+            return response.status, response.headers["Content-Type"], response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read().decode()
+
+
+async def read_metric(http_url: str, name: str) -> float:
+    """The value of the unlabelled metric ``name`` in the server's ``/metrics`` now."""
+    _, _, text = await asyncio.to_thread(http_get, http_url + "/metrics")
+    value = exposition_samples(text).get((name, ()))
+    if value is None:
+        raise AssertionError(f"/metrics has no {name}")
+    return value
