@@ -125,7 +125,8 @@ class RaceOptions:
     countdown: int = 5
     """Seconds of countdown before the start."""
     seed_policy: SeedPolicy = SeedPolicy.RANDOM
-    """``winnable`` asks for a seed the server has checked can be won."""
+    """``winnable`` asks for a seed the server has checked can be won (``no_winnable_deal``
+    if it finds none within its search budget)."""
 
 
 def _check_options(options: RaceOptions) -> str | None:
