@@ -39,12 +39,10 @@ Deal = tuple[str, Ruleset]
 class ParQueue:
     """Finished races waiting for their deal's par (one per :class:`~server.app.RaceServer`)."""
 
-    def __init__(
-        self, config: ServerConfig, metrics: Metrics, worker: SearchWorker | None = None
-    ) -> None:
+    def __init__(self, config: ServerConfig, metrics: Metrics) -> None:
         self._config = config
         self._metrics = metrics
-        self._worker = worker or SearchWorker()
+        self._worker = SearchWorker()
         self._waiting: OrderedDict[Deal, list[RaceHost]] = OrderedDict()
         """Deals waiting for a search, oldest first, with the races that want each."""
         self._searching: tuple[Deal, list[RaceHost]] | None = None

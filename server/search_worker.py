@@ -65,11 +65,6 @@ class SearchWorker:
         self._turn = asyncio.Lock()
         self._closed = False
 
-    @property
-    def started(self) -> bool:
-        """Whether a child process is running now."""
-        return self._process is not None and self._process.returncode is None
-
     async def par(self, seed: str, rules: Ruleset, budget: float) -> ParFound:
         """The par of the deal dealt from ``seed``, searched for at most ``budget`` seconds.
 

@@ -56,12 +56,10 @@ class SeedRefused(Exception):
 class WinnableSeeds:
     """The server's source of winnable seeds (one per :class:`~server.app.RaceServer`)."""
 
-    def __init__(
-        self, config: ServerConfig, metrics: Metrics, worker: SearchWorker | None = None
-    ) -> None:
+    def __init__(self, config: ServerConfig, metrics: Metrics) -> None:
         self._config = config
         self._metrics = metrics
-        self._worker = worker or SearchWorker()
+        self._worker = SearchWorker()
         self._stock: deque[str] = deque()
         self._refilling: asyncio.Task[None] | None = None
         self._turn = asyncio.Lock()
