@@ -275,7 +275,7 @@ class TournamentDesk:
         try:
             self._apply(tournament, Tick())
         except Exception as error:  # one tournament's bug must not stop the rest
-            log_event("internal_error", tournament=tournament.code, error=repr(error))
+            log_event("internal_error", tournament=tournament.code, error=failure(error))
 
     def _refuse(
         self,
