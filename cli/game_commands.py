@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from client.wording import plural
 from engine import (
     Adjacency,
     Flipped,
@@ -111,11 +112,13 @@ def run_replay(args: argparse.Namespace) -> int:
 def describe_result(game: Game) -> str:
     """One line on how the game stands, for people."""
     if game.status is Status.WON:
-        return f"won with {game.score} cards left in the stock (score {game.score})"
+        return f"won with {plural(game.score or 0, 'card')} left in the stock (score {game.score})"
     if game.status is Status.LOST:
         reason = game.loss_reason.sentence if game.loss_reason else "lost"
         return f"lost: {reason}"
-    return f"playing: {game.cards_played} cards placed, {game.stock_left} left in the stock"
+    return (
+        f"playing: {plural(game.cards_played, 'card')} placed, {game.stock_left} left in the stock"
+    )
 
 
 def render_grid(game: Game, labels: dict[Position, str] | None = None) -> str:

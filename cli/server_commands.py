@@ -261,6 +261,7 @@ def run_verify(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as error:
         print(f"error: cannot read a result from {args.file}: {error}", file=sys.stderr)
         return 2
+    from client.wording import plural
     from protocol.result import verify_result
 
     verification = verify_result(result)
@@ -269,7 +270,7 @@ def run_verify(args: argparse.Namespace) -> int:
         bot = " [bot]" if entry.bot else ""
         score = f" score {entry.score}" if entry.score is not None else ""
         print(f"  {place}. {entry.name}{bot}: {entry.outcome.value}{score}, "
-              f"{entry.cards_played} cards, {entry.face_up} face up")
+              f"{plural(entry.cards_played, 'card')}, {entry.face_up} face up")
     if verification.ok:
         print("verified: the seed matches its commitment and every claim replays")
         return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.client_commands import ca_file_argument
+from client.wording import describe_error, describe_unreachable, plural
 
 if TYPE_CHECKING:
     from protocol.tournament import TournamentClientMessage, TournamentExport, TournamentState
@@ -73,7 +74,10 @@ def register(subparsers: Subparsers) -> None:
         _server_argument(command)
         command.add_argument("code", metavar="CODE", help="the tournament's join code")
         if name == "remove":
-            command.add_argument("entrant", metavar="ENTRANT", help="the entrant's id")
+            command.add_argument(
+                "entrant", metavar="ENTRANT",
+                help="the entrant's name or id (both are in 'tournament standings')",
+            )
         command.add_argument("--token", help=f"the host token (default: ${TOKEN_VARIABLE})")
         command.set_defaults(run=run_host_command, host_command=name)
 
@@ -153,16 +157,21 @@ def run_host_command(args: argparse.Namespace) -> int:
     if not token:
         print(f"error: give the host token with --token or ${TOKEN_VARIABLE}", file=sys.stderr)
         return 2
+    if not is_token(token):
+        print(
+            "error: that is not a host token: a host token is the 16 to 128 letters, digits, "
+            "'-' and '_' that 'tournament create' printed",
+            file=sys.stderr,
+        )
+        return 2
     action = {name: wire for name, _, wire in HOST_COMMANDS}[args.host_command]
-    message = TournamentControl(
-        tournament=args.code.upper(),
-        host_token=token,
-        action=HostAction(action),
-        entrant=getattr(args, "entrant", None),
-        id=1,
-    )
+    code = args.code.upper()
     try:
-        answer = ask(args.server, message, args.ca_file)
+        named = getattr(args, "entrant", None)  # only ``remove`` names an entrant
+        entrant = None if named is None else _entrant_id(args.server, code, named, args.ca_file)
+        answer = ask(args.server, TournamentControl(
+            tournament=code, host_token=token, action=HostAction(action), entrant=entrant, id=1,
+        ), args.ca_file)
     except CommandFailed as error:
         return _fail(error)
     assert isinstance(answer, TournamentState)
@@ -230,8 +239,8 @@ def run_verify(args: argparse.Namespace) -> int:
     problems = verify_document(document)
     info = document["tournament"]
     print(
-        f"tournament {info['code']} ({info['name']}): {len(games)} games, "
-        f"{len(document['standings'])} entrants"
+        f"tournament {info['code']} ({info['name']}): {plural(len(games), 'game')}, "
+        f"{plural(len(document['standings']), 'entrant')}"
     )
     if not problems:
         print(
@@ -246,6 +255,48 @@ def run_verify(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------- talking and telling
 
 
+def is_token(text: str) -> bool:
+    """Whether ``text`` has the shape of a token, by the protocol's own rule (checked here
+    so that a mistyped token is told in words, not as the server's field path)."""
+    from protocol import ProtocolError
+    from protocol.messages import TOKEN
+
+    try:
+        TOKEN.decode(text, "the host token", True)
+    except ProtocolError:
+        return False
+    return True
+
+
+def _entrant_id(server: str, code: str, entrant: str, ca_file: str | None) -> str:
+    """The id of the entrant named ``entrant`` (or ``entrant`` itself when it is an id),
+    read from the standings; :class:`CommandFailed` when no entrant or several have it."""
+    from protocol.tournament import TournamentState, WatchTournament
+
+    answer = ask(server, WatchTournament(tournament=code, id=1), ca_file)
+    assert isinstance(answer, TournamentState)
+    return entrant_id_in(answer, entrant)
+
+
+def entrant_id_in(state: TournamentState, entrant: str) -> str:
+    """``entrant`` as an id of ``state``'s standings: an id as it is, or a name (in any
+    case); :class:`CommandFailed` says so when no entrant has that name, or several do."""
+    ids = [line.entrant for line in state.standings]
+    if entrant in ids:
+        return entrant
+    named = [line.entrant for line in state.standings if line.name.casefold() == entrant.casefold()]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise CommandFailed(
+            f"{len(named)} entrants are called {entrant!r} ({', '.join(named)}): give the id"
+        )
+    raise CommandFailed(
+        f"no entrant of {state.tournament} is called {entrant!r}: "
+        "'tournament standings' lists every entrant's name and id"
+    )
+
+
 def describe(state: TournamentState) -> str:
     """The state and standings as lines of text; tied places are marked ``=``."""
     flags = "".join(
@@ -256,16 +307,16 @@ def describe(state: TournamentState) -> str:
     )
     lines = [
         f"{state.name} [{state.tournament}]: {state.status.value}{flags}, {progress}, "
-        f"{len(state.races)} races running"
+        f"{plural(len(state.races), 'race')} running"
     ]
     for line in state.standings:
         place = f"{'=' if line.tied else ' '}{line.place}"
         bot = " [bot]" if line.bot else ""
         left = "" if line.state.value == "active" else f" ({line.state.value})"
         lines.append(
-            f"{place:>4}  {line.name}{bot}{left}: {line.points} points, "
+            f"{place:>4}  {line.name}{bot}{left}: {plural(line.points, 'point')}, "
             f"{line.stock_left} stock left, {line.time_ms / 1000:.1f} s, "
-            f"{line.games} games  [{line.entrant}]"
+            f"{plural(line.games, 'game')}  [{line.entrant}]"
         )
     return "\n".join(lines)
 
@@ -304,16 +355,16 @@ async def _ask(server: str, message: TournamentClientMessage, tls: dict[str, Any
             await connection.send(encode(Hello(name="host", bot=False, client="foursquare-cli")))
             welcome = decode_server(await connection.recv())
             if not isinstance(welcome, Welcome):
-                raise CommandFailed(f"the server did not welcome us: {welcome}")
+                raise CommandFailed(f"the server at {server} did not welcome this client")
             await connection.send(encode_tournament(message))
             while True:
                 answer: object = decode_server(await connection.recv())
                 if isinstance(answer, Error):
-                    raise CommandFailed(f"{answer.code.value}: {answer.message}")
+                    raise CommandFailed(describe_error(answer))
                 if getattr(answer, "reply_to", None) == message.id:
                     return answer
     except (OSError, TimeoutError, WebSocketException) as error:
-        raise CommandFailed(f"cannot talk to {server}: {error or type(error).__name__}") from None
+        raise CommandFailed(describe_unreachable(server, error)) from None
 
 
 def _export_from_server(server: str, code: str, ca_file: str | None) -> TournamentExport:

@@ -12,8 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from client.bots import Strategy, get_strategy
-from client.connection import DEFAULT_BACKOFF, Backoff, Connection, ConnectionFailed, describe_error
+from client.connection import DEFAULT_BACKOFF, Backoff, Connection, ConnectionFailed
 from client.race_state import RaceTracker
+from client.wording import describe_error, plural
 from protocol import (
     ClientMessage,
     Error,
@@ -49,7 +50,10 @@ class BotResult:
         result = standing.status.value.replace("_", " ")
         if standing.score is not None:
             result += f" with score {standing.score}"
-        return f"{self.name}: place {standing.place}, {result}, {standing.cards_played} cards"
+        return (
+            f"{self.name}: place {standing.place}, {result}, "
+            f"{plural(standing.cards_played, 'card')}"
+        )
 
 
 class Bot:

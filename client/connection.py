@@ -19,14 +19,14 @@ from enum import Enum
 from typing import Any, cast
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from client.wording import describe_error, describe_unreachable, refusal_sentence
 from protocol import (
     PROTOCOL_VERSION,
     ClientMessage,
     CloseCode,
     Error,
-    ErrorCode,
     Hello,
     Limits,
     Message,
@@ -109,22 +109,6 @@ _FINAL_CLOSES = {
 }
 
 
-def describe_error(error: Error) -> str:
-    """A sentence for an ``error`` from the server, saying what the player can do."""
-    code, detail = error.code, error.message.rstrip(".")
-    if code is ErrorCode.NAME_TAKEN:
-        return f"That name is taken by another connected player ({detail}); choose another."
-    if code is ErrorCode.VERSION_MISMATCH:
-        return f"This client and the server speak different protocol versions ({detail})."
-    if code is ErrorCode.RACE_FULL:
-        return f"That race is full ({detail})."
-    if code is ErrorCode.RACE_NOT_FOUND:
-        return f"No race has that code ({detail})."
-    if code is ErrorCode.RACE_STARTED:
-        return f"That race has already started ({detail})."
-    return f"{code.sentence} ({detail})." if detail else code.sentence
-
-
 class Connection:
     """One player's (or spectator's, or bot's) session with the server."""
 
@@ -200,9 +184,7 @@ class Connection:
                 refusal = refusal_sentence(error)
                 if self.welcome is None:
                     self._set_state(LinkState.CLOSED, "")
-                    raise ConnectionFailed(
-                        refusal or f"Cannot reach the server at {self.url}: {_reason(error)}."
-                    ) from None
+                    raise ConnectionFailed(describe_unreachable(self.url, error)) from None
             finally:
                 self._socket = None
             if self._closing:
@@ -280,31 +262,3 @@ class Connection:
         socket = self._socket
         if socket is not None:
             await socket.close()
-
-
-def refusal_sentence(error: BaseException) -> str | None:
-    """What the server said when it refused the websocket upgrade with an HTTP status (at
-    a connection cap it answers 429 or 503 with one sentence), or ``None``."""
-    if not isinstance(error, InvalidStatus):
-        return None
-    response = error.response
-    body = bytes(response.body or b"").decode("utf-8", errors="replace").strip()
-    said = body.splitlines()[0] if body else "The server refused the connection."
-    return f"{said} (HTTP {response.status_code})"
-
-
-def _reason(error: BaseException) -> str:
-    """The short cause of a connection failure."""
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused (is the server running?)"
-    if isinstance(error, TimeoutError):
-        return "no answer in time"
-    if isinstance(error, InvalidURI):
-        return "that is not a ws:// or wss:// address"
-    if isinstance(error, ssl.SSLCertVerificationError):
-        return (
-            f"its certificate is not trusted ({error.verify_message}); "
-            "trust its CA with --ca-file FILE"
-        )
-    text = str(error).strip()
-    return text or type(error).__name__

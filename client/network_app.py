@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from client.app import FoursquareApp
-from client.connection import Connection, ConnectionFailed, LinkState, describe_error
+from client.connection import Connection, ConnectionFailed, LinkState
 from client.race_state import RaceTracker
 from client.screens.failure import FailureScreen
 from client.screens.lobby import LobbyScreen
@@ -28,6 +28,7 @@ from client.screens.requests import BackToLobby, ServerRequest
 from client.screens.results import ResultsScreen
 from client.screens.waiting import WaitingScreen
 from client.screens.watch import WatchScreen
+from client.wording import describe_error
 from engine import Position
 from protocol import (
     ClientMessage,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from textual.screen import Screen
 
-from client.connection import Connection, describe_error
+from client.connection import Connection
 from client.network_app import NetworkApp, Plan
 from client.race_state import FINISHED_STATUSES, RaceTracker
 from client.screens.failure import FailureScreen
@@ -31,6 +31,7 @@ from client.screens.tournament import (
 )
 from client.screens.watch import WatchScreen
 from client.tournament_state import TournamentTracker
+from client.wording import describe_error
 from protocol import (
     Error,
     ErrorCode,

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from client.bot_runner import Bot
 from client.bots import get_strategy
-from client.connection import Connection, ConnectionFailed, describe_error
+from client.connection import Connection, ConnectionFailed
 from client.race_state import RaceTracker
+from client.wording import describe_error, plural
 from protocol import Error, ErrorCode, RaceSnapshot, RaceState, ServerMessage, Welcome
 from protocol.tournament import (
     JoinTournament,
@@ -39,8 +40,7 @@ class TournamentBotResult:
         if line is None:
             return f"{self.name}: {self.failure or 'no result'}"
         place = f"{'tied ' if line.tied else ''}place {line.place}"
-        points = f"{line.points} point{'' if line.points == 1 else 's'}"
-        games = f"{line.games} game{'' if line.games == 1 else 's'}"
+        points, games = plural(line.points, "point"), plural(line.games, "game")
         return f"{self.name}: {place}, {points}, {line.stock_left} stock left, {games}"
 
 

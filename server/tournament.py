@@ -835,16 +835,19 @@ class Tournament:
     def _require(self, condition: bool, why: str) -> None:
         if not condition:
             raise TournamentError(
-                TournamentErrorCode.BAD_STATE, f"not now: {why} ({self._describe_state()})"
+                TournamentErrorCode.BAD_STATE, f"not now: {why}; {self._describe_state()}"
             )
 
     def _describe_state(self) -> str:
-        parts = [f"the tournament is {self.status.value}"]
+        """Where the tournament stands, as one clause: ``the tournament is running and
+        paused`` (no parenthesis, as clients put the message in their own sentences)."""
+        states = [self.status.value]
         if self.paused:
-            parts.append("paused")
+            states.append("paused")
         if self.ending:
-            parts.append("ending")
-        return ", ".join(parts)
+            states.append("ending")
+        listed = ", ".join(states[:-1]) + " and " + states[-1] if len(states) > 1 else states[0]
+        return f"the tournament is {listed}"
 
     def _arena_pairing(self) -> bool:
         """Whether this is an arena whose window is open, not paused and not ending."""

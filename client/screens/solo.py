@@ -13,6 +13,7 @@ from textual.widgets import Static
 from client.advice import suggest
 from client.board import BoardView
 from client.screens.race import Clock, RaceScreen
+from client.wording import plural
 from engine import (
     Flipped,
     Game,
@@ -33,7 +34,8 @@ def random_seed() -> str:
 def describe_end(game: Game) -> str:
     """The sentence shown when a game ends."""
     if game.status is Status.WON:
-        return f"Won with {game.score} cards left: score {game.score}. Press n for a new deal."
+        left = plural(game.score or 0, "card")
+        return f"Won with {left} left: score {game.score}. Press n for a new deal."
     reason = game.loss_reason.sentence if game.loss_reason else "the game is lost"
     return f"Lost: {reason}. Press u to undo or n for a new deal."
 

@@ -15,6 +15,7 @@ from client.race_state import RaceTracker, board_view
 from client.screens.results import par_line, verification_line
 from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
+from client.wording import plural
 from protocol import RacerStatus, RaceState
 
 TILE_WIDTH = 20
@@ -69,8 +70,9 @@ class WatchScreen(Screen[None]):
         if snapshot is None:
             return
         state = "finished" if tracker.finished else snapshot.state.value
+        racers = plural(len(snapshot.racers), "racer")
         self.query_one("#title", Static).update(
-            Text(f"Watching race {snapshot.race} · {state} · {len(snapshot.racers)} racers")
+            Text(f"Watching race {snapshot.race} · {state} · {racers}")
         )
         names = tracker.names()
         tiles = self.query_one("#tiles", Grid)

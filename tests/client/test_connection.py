@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from client.connection import Backoff, Connection, ConnectionFailed, LinkState, describe_error
+from client.connection import Backoff, Connection, ConnectionFailed, LinkState
+from client.wording import describe_error
 from protocol import Error, ErrorCode
 
 
@@ -25,9 +26,19 @@ async def test_an_unreachable_server_is_a_sentence() -> None:
         async for _ in connection.messages():
             pass
     assert str(failure.value) == (
-        f"Cannot reach the server at {url}: connection refused (is the server running?)."
+        f"Cannot reach the server at {url}: nothing answers there (is the server running?)."
     )
     assert states == [LinkState.CONNECTING, LinkState.CLOSED]
+
+
+async def test_a_name_that_does_not_resolve_is_a_sentence_not_an_errno() -> None:
+    connection = Connection("ws://nosuch.invalid:8765", "ann")
+    with pytest.raises(ConnectionFailed) as failure:
+        async for _ in connection.messages():
+            pass
+    assert str(failure.value) == (
+        "Cannot reach the server at ws://nosuch.invalid:8765: the name does not resolve."
+    )
 
 
 async def test_a_bad_address_is_a_sentence() -> None:
@@ -42,15 +53,24 @@ def test_backoff_doubles_up_to_its_ceiling() -> None:
 
 
 @pytest.mark.parametrize(
-    ("code", "expected"),
+    ("code", "message", "expected"),
     [
-        (ErrorCode.NAME_TAKEN, "That name is taken by another connected player (ann is here)"),
-        (ErrorCode.RACE_FULL, "That race is full (ann is here)."),
-        (ErrorCode.VERSION_MISMATCH, "This client and the server speak different protocol"),
+        (ErrorCode.NAME_TAKEN, "'ann' is connected already",
+         "That name is taken by another connected player: choose another."),
+        (ErrorCode.RACE_FULL, "this race is full", "That race is full."),
+        (ErrorCode.VERSION_MISMATCH, "hello.protocol_version is 99; this server speaks version 1",
+         "This client and the server speak different protocol versions: one of them needs "
+         "updating."),
+        (ErrorCode.TOURNAMENT_STATE,
+         "not now: registration is not open; the tournament is finished and ending",
+         "Not now: registration is not open; the tournament is finished and ending."),
+        (ErrorCode.SERVER_BUSY, "", ErrorCode.SERVER_BUSY.sentence),
     ],
 )
-def test_refusals_read_as_sentences(code: ErrorCode, expected: str) -> None:
-    assert describe_error(Error(code=code, message="ann is here.")).startswith(expected)
+def test_refusals_read_as_one_sentence_said_once(
+    code: ErrorCode, message: str, expected: str
+) -> None:
+    assert describe_error(Error(code=code, message=message)) == expected
 
 
 async def test_sending_while_offline_reports_it() -> None:

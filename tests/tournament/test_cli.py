@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from cli.main import main
 from protocol.tournament import TournamentStatus
 from tests.conftest import LiveServer
@@ -67,7 +69,7 @@ async def test_a_tournament_hosted_from_the_command_line_exports_a_verifiable_re
     await wait_all(*playing)
 
     status, out = await foursquare("tournament", "standings", code, "--server", url)
-    assert status == 0 and "finished" in out and out.count("points") == 3
+    assert status == 0 and "finished" in out and out.count(" point") == 3
 
     exported = tmp_path / "cup.json"
     games = tmp_path / "games"
@@ -115,3 +117,59 @@ async def test_a_tournament_hosted_from_the_command_line_exports_a_verifiable_re
     for bot in bots:
         await bot.close()
     await watcher.close()
+
+
+async def foursquare_err(*argv: str) -> tuple[int, str, str]:
+    """Like :func:`foursquare`, with what it said on stderr too."""
+
+    def run() -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(argv))
+        return status, out.getvalue(), err.getvalue()
+
+    return await asyncio.to_thread(run)
+
+
+async def test_the_host_commands_speak_in_words_and_remove_an_entrant_by_name(
+    live_server: LiveServer,
+) -> None:
+    url = live_server.url
+    status, out = await foursquare("tournament", "create", "--server", url, "--name", "words")
+    code = re.search(r"join code:\s+(\S+)", out)[1]  # type: ignore[index]
+    token = re.search(r"host token:\s+(\S+)", out)[1]  # type: ignore[index]
+    host = ("--server", url, "--token", token)
+
+    status, _, err = await foursquare_err("tournament", "open", code, "--server", url,
+                                          "--token", "short")
+    assert status == 2 and err.startswith("error: that is not a host token")
+    assert (await foursquare("tournament", "open", code, *host))[0] == 0
+    status, _, err = await foursquare_err("tournament", "open", code, *host)
+    assert status == 1
+    assert err == "error: Not now: it is already open; the tournament is open.\n"
+
+    ann = await BotPlayer.enter(url, "ann", code)
+    twins = [await BotPlayer.enter(url, "twin", code, seed=n) for n in range(2)]
+    status, _, err = await foursquare_err("tournament", "remove", code, "TWIN", *host)
+    ids = ", ".join(twin.player_id for twin in twins)
+    assert status == 1 and err == f"error: 2 entrants are called 'TWIN' ({ids}): give the id\n"
+    status, _, err = await foursquare_err("tournament", "remove", code, "bob", *host)
+    assert status == 1 and f"no entrant of {code} is called 'bob'" in err
+    status, out = await foursquare("tournament", "remove", code, "Ann", *host)
+    assert status == 0 and "ann" not in out and out.count("twin") == 2
+    status, out = await foursquare("tournament", "remove", code, twins[0].player_id, *host)
+    assert status == 0 and out.count("twin") == 1
+    assert "0 points" in out and "0 games" in out and "0 races running" in out
+    for player in (ann, *twins):
+        await player.close()
+
+
+def test_a_host_command_to_a_server_that_is_not_there_says_so_in_words(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["tournament", "standings", "K7Q2MX", "--server", "ws://127.0.0.1:1"]) == 1
+    assert capsys.readouterr().err == (
+        "error: Cannot reach the server at ws://127.0.0.1:1: nothing answers there "
+        "(is the server running?).\n"
+    )
+

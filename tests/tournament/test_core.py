@@ -100,6 +100,8 @@ def test_three_rounds_with_real_races_finish_with_standings() -> None:
     with pytest.raises(TournamentError) as refused:
         tournament.apply(StartNext(HOST), now)
     assert refused.value.code is TournamentErrorCode.BAD_STATE
+    # One clause, no parenthesis: clients show it inside their own sentences.
+    assert str(refused.value) == "not now: it is not open; the tournament is finished"
 
 
 def test_equal_totals_share_a_place_and_are_marked_tied() -> None:
