@@ -107,8 +107,8 @@ class NetworkApp(FoursquareApp):
             return WatchScreen(self.tracker)
         return LobbyScreen(self.connection.name)
 
-    def on_mount(self) -> None:
-        """Start talking to the server (the first screen opens in the base class)."""
+    async def first_screen_shown(self) -> None:
+        """Start talking to the server once there is a screen to say so on."""
         self.run_worker(self._pump(), name="server", exclusive=True)
 
     async def on_unmount(self) -> None:
@@ -128,7 +128,7 @@ class NetworkApp(FoursquareApp):
                     break
         except ConnectionFailed as failure:
             if self.is_running:
-                await self.switch_screen(FailureScreen(str(failure)))
+                await self.show_main(FailureScreen(str(failure)))
 
     # --------------------------------------------------------- link state
 
@@ -138,13 +138,13 @@ class NetworkApp(FoursquareApp):
         self._show_link()
 
     def _show_link(self) -> None:
-        for widget in self.screen.query("#link"):
+        for widget in self.main_screen.query("#link"):
             if isinstance(widget, Static):
                 widget.update(self.link.sentence)
 
     def say(self, sentence: str) -> None:
         """Put a sentence on the current screen's message line."""
-        say = getattr(self.screen, "say", None)
+        say = getattr(self.main_screen, "say", None)
         if callable(say):
             say(sentence)
 
@@ -173,8 +173,8 @@ class NetworkApp(FoursquareApp):
         if self.tracker.race is not None:
             self.left_races.add(self.tracker.race)
         self.tracker = RaceTracker()
-        if not isinstance(self.screen, LobbyScreen):
-            await self.switch_screen(LobbyScreen(self.connection.name))
+        if not isinstance(self.main_screen, LobbyScreen):
+            await self.show_main(LobbyScreen(self.connection.name))
             self._show_link()
 
     # ---------------------------------------------------------- receiving
@@ -184,7 +184,7 @@ class NetworkApp(FoursquareApp):
         if isinstance(message, Welcome):
             if not message.resumed:
                 await self.connection.send(self.plan.request or ListRaces())
-            elif isinstance(self.screen, LobbyScreen):
+            elif isinstance(self.main_screen, LobbyScreen):
                 await self.connection.send(ListRaces())
             else:
                 rejoin = self.tracker.seat_lost_on_drop()
@@ -199,12 +199,12 @@ class NetworkApp(FoursquareApp):
                 self.tracker.mirror.pending = None
                 await self._show_race()
             if self.plan.watch and message.in_reply_to == "spectate":
-                await self.switch_screen(FailureScreen(describe_error(message)))
+                await self.show_main(FailureScreen(describe_error(message)))
             self.say(describe_error(message))
             return
         if isinstance(message, RaceList):
-            if isinstance(self.screen, LobbyScreen):
-                self.screen.show_races(list(message.races))
+            if isinstance(self.main_screen, LobbyScreen):
+                self.main_screen.show_races(list(message.races))
             return
         if isinstance(message, Ok):
             if message.in_reply_to == "leave_race" and not self.plan.watch:
@@ -227,13 +227,13 @@ class NetworkApp(FoursquareApp):
 
     async def _ensure(self, kind: type[Screen[None]], build: Callable[[], Screen[None]]) -> None:
         """Switch to a new screen from ``build`` unless one of ``kind`` is showing."""
-        if not isinstance(self.screen, kind):
-            await self.switch_screen(build())
+        if not isinstance(self.main_screen, kind):
+            await self.show_main(build())
             self._show_link()
 
     async def _show_race(self, flips: list[Position] | None = None) -> None:
         """Redraw the current screen from the tracker."""
-        screen = self.screen
+        screen = self.main_screen
         if isinstance(screen, NetworkRaceScreen):
             screen.refresh_from_tracker(flips or ())
         elif isinstance(screen, WatchScreen | WaitingScreen | ResultsScreen):

@@ -124,7 +124,7 @@ class TournamentApp(NetworkApp):
             await self.connection.send(WatchTournament(tournament=code))
         elif error.in_reply_to in _FATAL_REPLIES and self.tournament.state is None:
             if error.code is not ErrorCode.TOURNAMENT_STATE:
-                await self.switch_screen(FailureScreen(describe_error(error)))
+                await self.show_main(FailureScreen(describe_error(error)))
                 return
             # Not open yet, or over: show it; enter as soon as registration opens.
             self._enter_when_open = True
@@ -158,7 +158,8 @@ class TournamentApp(NetworkApp):
             # Being seated (the race starts at once and says so), or a late word from a
             # race already over: the two races' messages travel independently.
             return
-        if isinstance(self.screen, TournamentRaceScreen):
+        if isinstance(self.main_screen, TournamentRaceScreen):
+            await self.close_overlays()
             await self.pop_screen()  # the player's own race comes before watching another
         if self.tracker.race is not None:
             self.left_races.add(self.tracker.race)
@@ -170,7 +171,7 @@ class TournamentApp(NetworkApp):
     def _show_watched(self, race: str | None = None) -> None:
         """Redraw the race being watched, or the standings (only ``race``'s progress when
         a message about that race alone changed it)."""
-        screen = self.screen
+        screen = self.main_screen
         if isinstance(screen, TournamentScreen) and race is not None:
             screen.refresh_race(race)
         elif isinstance(screen, TournamentScreen | WatchScreen):
@@ -182,5 +183,5 @@ class TournamentApp(NetworkApp):
         if self.tracker.race is not None:
             self.left_races.add(self.tracker.race)
         self.tracker = RaceTracker()
-        await self.switch_screen(self._standings_screen())
+        await self.show_main(self._standings_screen())
         self._show_link()

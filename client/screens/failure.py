@@ -8,11 +8,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Center, Middle
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from client.screens.base import ClientScreen
 
-class FailureScreen(Screen[None]):
+
+class FailureScreen(ClientScreen):
     """Says why the client had to stop."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

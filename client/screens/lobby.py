@@ -7,9 +7,9 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, Static
 
+from client.screens.base import ClientScreen
 from client.screens.requests import ServerRequest
 from engine import Ruleset
 from protocol import CreateRace, JoinRace, ListRaces, QuickRace, RaceOptions, RaceSummary
@@ -46,7 +46,7 @@ def read_options(max_racers: str, minutes: str, public: bool) -> RaceOptions:
     )
 
 
-class LobbyScreen(Screen[None]):
+class LobbyScreen(ClientScreen):
     """Where a player picks a race. The app does the talking; this screen only asks."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -11,6 +11,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from client.race_state import FINISHED_STATUSES, RaceTracker
+from client.screens.confirm import ConfirmScreen
 from client.screens.race import Clock, RaceScreen
 from client.screens.requests import ServerRequest
 from client.widgets.leaderboard import Leaderboard
@@ -93,8 +94,35 @@ class NetworkRaceScreen(RaceScreen):
         """Hints are for practice; say so rather than ignore the key."""
         self.say("No hints in a race: they are for foursquare solo.")
 
+    @property
+    def still_racing(self) -> bool:
+        """Whether our game in this race is still going (quitting or resigning loses it)."""
+        mirror = self.tracker.mirror
+        return mirror is not None and mirror.status not in FINISHED_STATUSES
+
     def action_resign(self) -> None:
-        """Give up this race."""
+        """Give up this race, once the racer has said yes."""
         code = self.tracker.race
-        if code is not None:
-            self.post_message(ServerRequest(Resign(race=code)))
+        if code is None or not self.still_racing:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.post_message(ServerRequest(Resign(race=code)))
+
+        self.app.push_screen(ConfirmScreen("Resign? Your game in this race ends here."), answered)
+
+    def action_leave(self) -> None:
+        """Leave the client; while our game goes on, only once the racer has said yes."""
+        if not self.still_racing:
+            self.app.exit(0)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.app.exit(0)
+
+        self.app.push_screen(ConfirmScreen(
+            "Quit? Your game stays in the race: run foursquare play again to carry on "
+            "while the race runs."
+        ), answered)

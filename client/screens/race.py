@@ -13,11 +13,11 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Center, Horizontal, Middle, Vertical
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from client.board import BoardView
+from client.screens.base import ClientScreen
 from client.widgets.grid import GridView
 from client.widgets.race_status import RaceStatus
 from engine import Position
@@ -28,7 +28,7 @@ Clock = Callable[[], float]
 CLOCK_TICK = 0.1
 
 
-class RaceScreen(Screen[None]):
+class RaceScreen(ClientScreen):
     """A racer's view of a race: subclasses implement :meth:`place`."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "leave", "quit")]

@@ -8,10 +8,10 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from client.race_state import RaceTracker
+from client.screens.base import ClientScreen
 from client.screens.requests import BackToLobby
 from client.widgets.leaderboard import ordinal
 from engine import LossReason, format_moves
@@ -105,7 +105,7 @@ def _result_words(status: RacerStatus, reason: LossReason | None) -> str:
     return words
 
 
-class ResultsScreen(Screen[None]):
+class ResultsScreen(ClientScreen):
     """After the race: ``n`` goes back to the lobby for another."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

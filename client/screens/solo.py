@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from client.advice import suggest
 from client.board import BoardView
+from client.screens.confirm import ConfirmScreen
 from client.screens.race import Clock, RaceScreen
 from client.wording import plural
 from engine import (
@@ -21,7 +22,6 @@ from engine import (
     Position,
     Ruleset,
     Status,
-    format_move,
     replay,
 )
 
@@ -71,6 +71,7 @@ class SoloScreen(RaceScreen):
         self.say("Place the card: arrows or hjkl, then Enter; or click. ? for a hint.")
 
     def _redraw(self, flipped: list[Position] | None = None) -> None:
+        self.grid.highlight = None  # a hint or an undo is pointed out until the board changes
         self.show_board(BoardView.from_game(self.game), flipped or ())
 
     def place(self, position: Position) -> None:
@@ -105,7 +106,8 @@ class SoloScreen(RaceScreen):
         if self._clock_stopped_at is not None:
             self._clock_stopped_at = None
         self._redraw()
-        self.say(f"Took back {format_move(moves[-1])}.")
+        self.grid.highlight = moves[-1]
+        self.say("Took back the last card, from the highlighted spot.")
 
     def action_hint(self) -> None:
         """Move the cursor to the default bot's choice."""
@@ -113,11 +115,23 @@ class SoloScreen(RaceScreen):
         if suggestion is None:
             self.say("No hint to give here.")
             return
-        self.grid.cursor = suggestion
-        self.say(f"Hint: {format_move(suggestion)} (Enter to place it there).")
+        self.grid.cursor = self.grid.highlight = suggestion
+        self.say("Hint: the highlighted spot (Enter places the card there).")
 
     def action_new_deal(self) -> None:
-        """Start again on a fresh seed."""
+        """Start again on a fresh seed; a game in progress is thrown away only once the
+        player has said yes."""
+        if self.game.cards_played == 0 or self.game.is_over():
+            self._deal_again()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._deal_again()
+
+        self.app.push_screen(ConfirmScreen("Throw this game away for a new deal?"), answered)
+
+    def _deal_again(self) -> None:
         self.game = Game.new(self.new_seed(), self.game.rules)
         self._clock_origin = self._clock_stopped_at = None
         self.status_panel.elapsed = 0.0

@@ -14,10 +14,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from client.race_state import RaceTracker
+from client.screens.base import ClientScreen
 from client.screens.race import Clock
 from client.screens.requests import ServerRequest
 from client.screens.results import ResultsScreen
@@ -36,7 +36,7 @@ from protocol.tournament import (
 _RACE_KEYS = "123456789"
 
 
-class TournamentScreen(Screen[None]):
+class TournamentScreen(ClientScreen):
     """Standings, where the tournament stands, and its races; ``playing`` adds entrant keys."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

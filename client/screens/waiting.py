@@ -8,16 +8,16 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from client.race_state import RaceTracker
+from client.screens.base import ClientScreen
 from client.screens.race import Clock
 from client.screens.requests import ServerRequest
 from protocol import LeaveRace, RaceState, Ready
 
 
-class WaitingScreen(Screen[None]):
+class WaitingScreen(ClientScreen):
     """Shows the race's lobby; ``r`` toggles ready, ``escape`` leaves the race."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

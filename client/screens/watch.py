@@ -8,10 +8,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Horizontal, Vertical
-from textual.screen import Screen
+from textual.events import Resize
 from textual.widgets import Footer, Static
 
 from client.race_state import RaceTracker, board_view
+from client.screens.base import ClientScreen
 from client.screens.results import par_line, verification_line
 from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
@@ -22,7 +23,7 @@ TILE_WIDTH = 20
 """Columns one compact board takes, with its gutter (a 4x4 grid is 15 wide)."""
 
 
-class WatchScreen(Screen[None]):
+class WatchScreen(ClientScreen):
     """A spectator's view of one race."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit_app", "quit")]
@@ -48,8 +49,8 @@ class WatchScreen(Screen[None]):
                 yield Static("", id="link", markup=False)
         yield Footer()
 
-    def on_resize(self) -> None:
-        """As many columns of boards as fit side by side."""
+    def on_resize(self, event: Resize) -> None:
+        """As many columns of boards as fit side by side (Textual also calls the base's)."""
         tiles = self.query_one("#tiles", Grid)
         tiles.styles.grid_size_columns = max(1, tiles.size.width // TILE_WIDTH)
 

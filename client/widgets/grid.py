@@ -46,6 +46,7 @@ class GridView(Widget, can_focus=True):
         "grid--target",
         "grid--cursor",
         "grid--flash",
+        "grid--highlight",
     }
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -59,6 +60,9 @@ class GridView(Widget, can_focus=True):
 
     cursor: reactive[Position] = reactive((0, 0))
     flashed: reactive[frozenset[Position]] = reactive(frozenset())
+    highlight: reactive[Position | None] = reactive(None)
+    """A spot to point out (a hint, a card taken back): the board has no coordinates to
+    name it by, so it is drawn in its own colour until the next placement."""
 
     class Chosen(Message):
         """The player picked ``position`` for the card in hand."""
@@ -193,10 +197,17 @@ class GridView(Widget, can_focus=True):
             lines = draw_space("·" if is_target else (" " if cursor_here else ""), edge)
         else:
             lines = draw_pile(pile, self._palette(edge))
-        if position in self.flashed:
-            flash = style("grid--flash")
+        marks = [
+            style(component)
+            for component, marked in (
+                ("grid--flash", position in self.flashed),
+                ("grid--highlight", position == self.highlight),
+            )
+            if marked
+        ]
+        for mark in marks:
             for line in lines:
-                line.stylize(flash)
+                line.stylize(mark)
         return lines
 
     def render(self) -> Text:
@@ -217,4 +228,8 @@ class GridView(Widget, can_focus=True):
 
     def watch_flashed(self) -> None:
         """Redraw when a flash starts or ends."""
+        self.refresh()
+
+    def watch_highlight(self) -> None:
+        """Redraw when a spot is pointed out or no longer."""
         self.refresh()

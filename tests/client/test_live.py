@@ -20,6 +20,7 @@ from client.bots import get_strategy
 from client.connection import Backoff, Connection, LinkState
 from client.network_app import NetworkApp, Plan
 from client.race_state import RacerMirror
+from client.screens.confirm import ConfirmScreen
 from client.screens.network_race import NetworkRaceScreen
 from client.screens.results import ResultsScreen
 from client.screens.watch import WatchScreen
@@ -101,6 +102,14 @@ async def racing_a_bot(url: str) -> AsyncIterator[tuple[Pilot[int], NetworkApp, 
         yield pilot, app, bot
 
 
+async def answer(pilot: Pilot[int], app: NetworkApp, key: str, reply: str) -> None:
+    """Press ``key``, wait for the question it asks, and answer it with ``reply``."""
+    await pilot.press(key)
+    await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), f"{key}'s question")
+    await pilot.press(reply)
+    await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), "the answer")
+
+
 def my_standing(app: NetworkApp) -> Standing:
     """Ann's line in the result."""
     finished = app.tracker.finished
@@ -143,7 +152,12 @@ async def test_the_opponents_panel_follows_the_other_racers(live_server: LiveSer
         race_screen = app.screen
         assert isinstance(race_screen, NetworkRaceScreen)
         assert race_screen.message == "No hints in a race: they are for foursquare solo."
-        await pilot.press("ctrl+x")  # resign: the race ends, as nobody is left racing
+        await answer(pilot, app, "q", "n")  # quitting mid-race asks first; no: still racing
+        await answer(pilot, app, "ctrl+x", "n")  # so does resigning
+        assert showing(app, NetworkRaceScreen) and app.is_running
+        assert app.tracker.mirror is not None
+        assert app.tracker.mirror.status is RacerStatus.RACING
+        await answer(pilot, app, "ctrl+x", "y")  # resign: the race ends, nobody is left racing
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
         assert my_standing(app).status is RacerStatus.RESIGNED
         assert (await bot).standing is not None

@@ -30,7 +30,7 @@ from protocol import (
     Role,
     ServerMessage,
 )
-from tests.client.test_live import QUICK_RETRY, showing, start_bot, wait_until
+from tests.client.test_live import QUICK_RETRY, answer, showing, start_bot, wait_until
 from tests.conftest import LiveServer
 from tests.server.wire_client import WireClient
 
@@ -149,7 +149,7 @@ async def test_a_private_race_from_the_lobby_starts_when_everyone_is_ready(
         assert not showing(app, NetworkRaceScreen)  # ann is not ready yet
         await pilot.press("r")
         await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
-        await pilot.press("ctrl+x")
+        await answer(pilot, app, "ctrl+x", "y")
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
         await pilot.press("n")
         await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby again")
@@ -189,7 +189,7 @@ async def test_the_lobby_lists_open_races_and_joins_the_one_selected(
         await wait_until(pilot, lambda: app.tracker.race is not None, "joining")
         assert app.tracker.race == lobby.races[0].race
         await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
-        await pilot.press("ctrl+x")
+        await answer(pilot, app, "ctrl+x", "y")
         await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
     assert (await waiting_bot).standing is not None
 

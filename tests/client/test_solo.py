@@ -12,6 +12,8 @@ import pytest
 from textual.pilot import Pilot
 
 from client.app import FoursquareApp
+from client.screens.confirm import ConfirmScreen
+from client.screens.rules import RulesScreen
 from client.screens.solo import SoloScreen
 from client.widgets.grid import GridView
 from engine import Game, Status, replay
@@ -103,8 +105,12 @@ async def test_undo_replays_all_moves_but_the_last() -> None:
             await place_by_keys(pilot, grid, move)
         await pilot.press("u")
         assert screen.game == replay("vector-0", moves[:-1])
-        assert screen.message == f"Took back r{moves[-1][0]}c{moves[-1][1]}."
+        # The board shows no coordinates: the spot is pointed out, not named.
+        assert screen.message == "Took back the last card, from the highlighted spot."
+        assert grid.highlight == moves[-1]
         assert grid.board.cards_played == 4
+        await place_by_keys(pilot, grid, moves[-1])
+        assert grid.highlight is None
 
 
 async def test_undo_after_a_loss_resumes_play() -> None:
@@ -143,11 +149,18 @@ async def test_the_clock_starts_with_the_first_card_and_stops_at_the_end() -> No
         assert screen.status_panel.elapsed == 12.5
 
 
-async def test_new_deal_starts_over_on_a_fresh_seed() -> None:
+async def test_new_deal_starts_over_on_a_fresh_seed_once_the_player_says_yes() -> None:
     async with solo("vector-5") as (pilot, screen, _):
         await pilot.press("enter", "n")
+        assert isinstance(pilot.app.screen, ConfirmScreen)  # a game in progress is at stake
+        await pilot.press("n")
+        assert pilot.app.screen is screen and screen.game.cards_played == 1
+        await pilot.press("n", "y")
+        assert pilot.app.screen is screen
         assert screen.game == Game.new("next-0")
         assert "seed next-0" in str(screen.query_one("#title").render())
+        await pilot.press("n")  # nothing played on this deal: nothing to ask
+        assert screen.game == Game.new("next-1")
 
 
 async def test_quit_leaves_the_app() -> None:
@@ -162,7 +175,8 @@ async def test_the_hint_moves_the_cursor_to_the_default_bots_choice() -> None:
         await pilot.press("enter", "enter")
         await pilot.press("question_mark")
         assert grid.cursor in screen.game.legal_moves()
-        assert screen.message.startswith(f"Hint: r{grid.cursor[0]}c{grid.cursor[1]}")
+        assert grid.highlight == grid.cursor
+        assert screen.message == "Hint: the highlighted spot (Enter places the card there)."
         await pilot.press("enter")
         assert screen.game.cards_played == 3
 
@@ -173,3 +187,33 @@ async def test_text_that_looks_like_markup_is_shown_as_it_is() -> None:
         screen.say("Not there: [red]nothing[/]")
         await pilot.pause()
         assert screen.message == "Not there: [red]nothing[/]"
+
+
+async def test_f1_shows_the_rules_with_a_row_before_and_after_a_flip() -> None:
+    async with solo("vector-5") as (pilot, screen, _):
+        assert any(binding.key == "f1" for binding in pilot.app.BINDINGS  # type: ignore[union-attr]
+                   if not isinstance(binding, tuple))
+        await pilot.press("f1")
+        rules = pilot.app.screen
+        assert isinstance(rules, RulesScreen)
+        text = str(rules.query_one("#rules-text").render())
+        assert "higher than every other face-up top in the row" in text
+        assert "│  4♠ │ │  9♥ │ │░░░░░│" in text and "│░░░░░│ │░░░░░│ │  7♣ │ │ 10♦ │" in text
+        await pilot.press("escape")
+        assert pilot.app.screen is screen
+
+
+async def test_a_terminal_below_80x24_is_told_it_is_too_small() -> None:
+    async with solo_app("vector-5").run_test(size=(70, 20)) as pilot:
+        screen = pilot.app.screen
+        assert isinstance(screen, SoloScreen)
+        await pilot.pause()
+        notice = screen.query_one("#too-small")
+        main = screen.query_one("#main")
+        assert screen.shows_too_small and notice.display and not main.display
+        assert str(notice.render()).startswith(
+            "The terminal is too small: Foursquare Race needs 80x24, and this one is 70x20."
+        )
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert not screen.shows_too_small and not notice.display and main.display
