@@ -162,7 +162,7 @@ class NetworkApp(FoursquareApp):
             self.say("Not sent: the connection is down; it is being restored.")
 
     async def on_back_to_lobby(self, event: BackToLobby) -> None:
-        """Leave the finished race for the lobby."""
+        """Leave the race (finished, or not started yet) for the lobby."""
         race = self.tracker.race
         if race is not None:
             await self.connection.send(LeaveRace(race=race))

@@ -16,6 +16,9 @@ from protocol import CreateRace, JoinRace, ListRaces, QuickRace, RaceOptions, Ra
 
 DEFAULT_RACERS = 4
 DEFAULT_MINUTES = 10
+LIST_REFRESH = 3.0
+"""Seconds between two requests for the open races while the lobby shows: the protocol
+has no feed of the list, and a list a few seconds old is fresh enough to pick from."""
 
 
 def read_options(max_racers: str, minutes: str, public: bool) -> RaceOptions:
@@ -51,7 +54,7 @@ class LobbyScreen(ClientScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "refresh_races", "refresh races"),
-        Binding("ctrl+q", "leave", "quit"),
+        Binding("q,escape", "leave", "quit"),
     ]
 
     def __init__(self, name: str) -> None:
@@ -81,7 +84,7 @@ class LobbyScreen(ClientScreen):
                     yield Checkbox("public", id="public")
                     yield Button("Create race", id="create")
             with Vertical(id="races-panel"):
-                yield Label("Public races: Enter joins, ctrl+r refreshes")
+                yield Label("Public races (kept up to date): Enter joins")
                 yield DataTable(id="races", cursor_type="row")
         yield Static("", id="message", markup=False)
         yield Footer()
@@ -93,6 +96,7 @@ class LobbyScreen(ClientScreen):
         self._table_ready = True
         self._fill_table()  # with a list that came before the screen was mounted, if any
         self.action_refresh_races()
+        self.set_interval(LIST_REFRESH, self.action_refresh_races)
 
     def show_races(self, races: list[RaceSummary]) -> None:
         """Show these open public races (the table shows them once the screen is mounted)."""

@@ -13,8 +13,8 @@ from textual.widgets import DataTable, Footer, Static
 from client.race_state import RaceTracker
 from client.screens.base import ClientScreen
 from client.screens.race import Clock
-from client.screens.requests import ServerRequest
-from protocol import LeaveRace, RaceState, Ready
+from client.screens.requests import BackToLobby, ServerRequest
+from protocol import RaceState, Ready
 
 
 class WaitingScreen(ClientScreen):
@@ -119,10 +119,9 @@ class WaitingScreen(ClientScreen):
             self.post_message(ServerRequest(Ready(race=code, ready=not self._you_ready())))
 
     def action_leave_race(self) -> None:
-        """Leave this race (back to the lobby)."""
-        code = self.tracker.race
-        if code is not None:
-            self.post_message(ServerRequest(LeaveRace(race=code)))
+        """Leave this race for the lobby at once: the app says so to the server, and a
+        race left empty closes without a word back."""
+        self.post_message(BackToLobby())
 
     def action_quit_app(self) -> None:
         """Leave the client."""

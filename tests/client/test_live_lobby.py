@@ -30,7 +30,7 @@ from protocol import (
     Role,
     ServerMessage,
 )
-from tests.client.test_live import QUICK_RETRY, answer, showing, start_bot, wait_until
+from tests.client.test_live import PATIENCE, QUICK_RETRY, answer, showing, start_bot, wait_until
 from tests.conftest import LiveServer
 from tests.server.wire_client import WireClient
 
@@ -210,3 +210,56 @@ async def test_races_listed_before_the_lobby_is_mounted_are_shown_once_it_is() -
         assert [str(cell) for cell in table.get_row("ABCD")] == [
             "ABCD", "1/4", Ruleset().notation(), "10 min"
         ]
+
+
+async def test_leaving_a_waiting_room_where_you_are_alone_goes_back_to_the_lobby(
+    live_server: LiveServer,
+) -> None:
+    app = NetworkApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), Plan.create())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, WaitingScreen), "the waiting room")
+        await wait_until(pilot, lambda: app.tracker.you is not None, "ann's seat")
+        race = app.tracker.race
+        assert race is not None
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        server = live_server.server
+        assert server is not None
+        await wait_until(pilot, lambda: race not in server.hosts, "the empty race to close")
+        await pilot.pause(0.2)
+        assert showing(app, LobbyScreen) and lobby_errors(app) == []
+        await pilot.click("#create")  # and a new race can be opened at once
+        await wait_until(pilot, lambda: showing(app, WaitingScreen), "a new waiting room")
+        assert app.tracker.race not in (None, race)
+
+
+async def test_the_lobby_lists_a_new_race_without_being_asked_and_q_leaves_it(
+    live_server: LiveServer,
+) -> None:
+    app = NetworkApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), Plan())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        lobby = app.screen
+        assert isinstance(lobby, LobbyScreen) and lobby.races == []
+        waiting_bot = start_bot(live_server.url, "bot-1")
+        await wait_until(pilot, lambda: bool(lobby.races), "the bot's race in the list")
+        await pilot.press("q")
+    assert app.return_value == 0
+    waiting_bot.cancel()
+
+
+async def test_the_first_connection_attempt_says_connecting() -> None:
+    async def say_nothing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # a listener that never answers the websocket handshake
+
+    listener = await asyncio.start_server(say_nothing, "127.0.0.1", 0)
+    url = f"ws://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    app = NetworkApp(Connection(url, "ann", open_timeout=PATIENCE), Plan())
+    async with listener, app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        await wait_until(pilot, lambda: lobby_link(app) == f"Connecting to {url}…", "the link")
+        listener.close()
+
+
+def lobby_link(app: NetworkApp) -> str:
+    return str(app.screen.query_one("#link").render())
