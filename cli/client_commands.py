@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import Ruleset
+
+if TYPE_CHECKING:
+    from client.app import FoursquareApp
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 
@@ -105,13 +108,14 @@ def tournament_code(text: str) -> str:
     return code
 
 
-def _name_to_send(name: str) -> str | None:
-    """``name`` as the server will use it (:func:`protocol.names.normalise_name`); or,
-    when the server would refuse it, ``None`` after saying why."""
-    from protocol.names import BadName, normalise_name
+def _name_to_send(typed: str) -> str | None:
+    """``typed`` as the server will use it (:func:`client.wording.usable_name`); or, when
+    the server would refuse it, ``None`` after saying why."""
+    from client.wording import usable_name
+    from protocol.names import BadName
 
     try:
-        return normalise_name(name)
+        return usable_name(typed)
     except BadName as refusal:
         print(f"error: the name {refusal}", file=sys.stderr)
         return None
@@ -136,18 +140,30 @@ def run_solo_screen(seed: str | None, rules: Ruleset) -> int:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    """``foursquare play``: the lobby, or straight into a race."""
+    """``foursquare play``: the lobby, or straight into a race (or back into the race the
+    last run left)."""
+    app = play_app(args)
+    return 2 if app is None else app.run() or 0
+
+
+def play_app(args: argparse.Namespace) -> FoursquareApp | None:
+    """The app ``play`` runs, or ``None`` after saying why the name will not do.
+
+    A session saved on this server while racing is resumed, so a racer who quit comes
+    back to its race; unless ``--name`` names someone else.
+    """
     from client.connection import Connection
     from client.network_app import NetworkApp, Plan
+    from client.saved_session import SessionStore
 
     name = _name_to_send(args.name if args.name is not None else _default_name())
     if name is None or _refuse_ca_file(args):
-        return 2
+        return None
     if args.tournament:
         from client.tournament_app import TournamentApp
 
         connection = Connection(args.server, name, ca_file=args.ca_file)
-        return TournamentApp(connection, args.tournament, playing=True).run() or 0
+        return TournamentApp(connection, args.tournament, playing=True)
     if args.quick:
         plan = Plan.quick()
     elif args.race:
@@ -156,8 +172,16 @@ def run_play(args: argparse.Namespace) -> int:
         plan = Plan.create()
     else:
         plan = Plan()
-    app = NetworkApp(Connection(args.server, name, ca_file=args.ca_file), plan)
-    return app.run() or 0
+    sessions = SessionStore.default()
+    saved = sessions.load(args.server)
+    if saved is not None and args.name is not None and saved.name != name:
+        saved = None  # another player on this account: leave that race alone
+    connection = (
+        Connection(args.server, saved.name, resume=saved.resume, ca_file=args.ca_file)
+        if saved is not None
+        else Connection(args.server, name, ca_file=args.ca_file)
+    )
+    return NetworkApp(connection, plan, sessions=sessions)
 
 
 def run_watch(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ from protocol import (
     ClientMessage,
     CloseCode,
     Error,
+    ErrorCode,
     Hello,
     Limits,
     Message,
@@ -71,7 +72,16 @@ class LinkState(Enum):
 
 
 class ConnectionFailed(Exception):
-    """The session cannot go on; ``str(error)`` is a sentence for the player."""
+    """The session cannot go on; ``str(error)`` is a sentence for the player, and
+    ``code`` the server's refusal when there was one (a taken name can be chosen again)."""
+
+    def __init__(self, sentence: str, code: ErrorCode | None = None) -> None:
+        super().__init__(sentence)
+        self.code = code
+
+
+class _StaleToken(Exception):
+    """The server does not know the token saved from an earlier run: start anew."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +135,7 @@ class Connection:
         open_timeout: float = 5.0,
         protocol_version: int = PROTOCOL_VERSION,
         ca_file: str | None = None,
+        resume: str | None = None,
     ) -> None:
         """``ca_file`` is trusted besides the system's store for a ``wss://`` ``url``
         (see :func:`tls_options`)."""
@@ -140,6 +151,9 @@ class Connection:
         self.protocol_version = protocol_version
         """The version said in ``hello``; only tests say another."""
         self.welcome: Welcome | None = None
+        self.saved_token = resume
+        """A token saved by an earlier run, said in the first ``hello``; dropped quietly
+        if the server no longer knows it."""
         self.state = LinkState.CLOSED
         self._socket: ClientConnection | None = None
         self._closing = False
@@ -178,6 +192,8 @@ class Connection:
                         except ProtocolError:
                             continue  # one unreadable message must not end the session
                         yield message
+            except _StaleToken:
+                continue  # say hello again at once, as a new session
             except ConnectionClosed:
                 pass  # the close code decides below
             except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as error:
@@ -215,7 +231,7 @@ class Connection:
 
     async def _greet(self, socket: ClientConnection) -> Welcome:
         """Say hello (resuming if we can) and read the answer."""
-        resume = self.welcome.resume if self.welcome is not None else None
+        resume = self.welcome.resume if self.welcome is not None else self.saved_token
         hello = Hello(name=self.name, bot=self.bot, role=self.role, resume=resume,
                       client=CLIENT_NAME, protocol_version=self.protocol_version)
         await socket.send(encode(hello))
@@ -226,8 +242,11 @@ class Connection:
                 f"The server answered in a way this client cannot read: {error}."
             ) from None
         if isinstance(answer, Error):
+            if answer.code is ErrorCode.INVALID_TOKEN and self.welcome is None and resume:
+                self.saved_token = None
+                raise _StaleToken
             self._set_state(LinkState.CLOSED, "")
-            raise ConnectionFailed(describe_error(answer))
+            raise ConnectionFailed(describe_error(answer), answer.code)
         if not isinstance(answer, Welcome):
             raise ConnectionFailed(f"The server answered hello with {answer.TYPE!r}, not welcome.")
         if self.welcome is not None and not answer.resumed:

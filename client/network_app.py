@@ -20,8 +20,10 @@ from textual.widgets import Static
 from client.app import FoursquareApp
 from client.connection import Connection, ConnectionFailed, LinkState
 from client.race_state import RaceTracker
+from client.saved_session import SavedSession, SessionStore
 from client.screens.failure import FailureScreen
 from client.screens.lobby import LobbyScreen
+from client.screens.name import NameChosen, NameScreen
 from client.screens.network_race import NetworkRaceScreen
 from client.screens.race import Clock
 from client.screens.requests import BackToLobby, ServerRequest
@@ -91,10 +93,22 @@ class _Link:
 class NetworkApp(FoursquareApp):
     """``foursquare play`` and ``foursquare watch``."""
 
-    def __init__(self, connection: Connection, plan: Plan, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        plan: Plan,
+        clock: Clock = time.monotonic,
+        *,
+        sessions: SessionStore | None = None,
+    ) -> None:
         self.connection = connection
         self.plan = plan
         self.clock = clock
+        self.sessions = sessions
+        """Where the session is saved while racing, so that ``play`` can come back to the
+        race after the client quits; ``None`` keeps nothing."""
+        self._saved: SavedSession | None = None
+        self._resuming_saved = connection.saved_token is not None
         self.tracker = RaceTracker()
         self.link = _Link()
         self.left_races: set[str] = set()
@@ -127,8 +141,18 @@ class NetworkApp(FoursquareApp):
                         raise
                     break
         except ConnectionFailed as failure:
-            if self.is_running:
+            if not self.is_running:
+                return
+            if failure.code is ErrorCode.NAME_TAKEN:
+                await self.show_main(NameScreen(str(failure), self.connection.name))
+            else:
                 await self.show_main(FailureScreen(str(failure)))
+
+    async def on_name_chosen(self, event: NameChosen) -> None:
+        """Connect again under the name the player chose after a refusal."""
+        self.connection.name = event.chosen
+        await self.show_main(self._first_screen_for_plan())
+        self.run_worker(self._pump(), name="server", exclusive=True)
 
     # --------------------------------------------------------- link state
 
@@ -173,6 +197,7 @@ class NetworkApp(FoursquareApp):
         if self.tracker.race is not None:
             self.left_races.add(self.tracker.race)
         self.tracker = RaceTracker()
+        self._keep_session()
         if not isinstance(self.main_screen, LobbyScreen):
             await self.show_main(LobbyScreen(self.connection.name))
             self._show_link()
@@ -182,6 +207,9 @@ class NetworkApp(FoursquareApp):
     async def receive(self, message: ServerMessage) -> None:
         """Take one message from the server and show what it changed."""
         if isinstance(message, Welcome):
+            if not message.resumed and self._resuming_saved and self.sessions is not None:
+                self.sessions.forget(self.connection.url)  # the server no longer knew it
+            self._resuming_saved = False
             if not message.resumed:
                 await self.connection.send(self.plan.request or ListRaces())
             elif isinstance(self.main_screen, LobbyScreen):
@@ -213,6 +241,7 @@ class NetworkApp(FoursquareApp):
         if getattr(message, "race", None) in self.left_races:
             return
         self.tracker.apply(message)
+        self._keep_session()
         tracker, snapshot = self.tracker, self.tracker.snapshot
         if self.plan.watch:
             await self._ensure(WatchScreen, lambda: WatchScreen(tracker))
@@ -224,6 +253,25 @@ class NetworkApp(FoursquareApp):
             await self._ensure(NetworkRaceScreen, lambda: NetworkRaceScreen(tracker, self.clock))
         flips = tracker.last_flips if isinstance(message, MovePlaced) else []
         await self._show_race(flips)
+
+    def _keep_session(self) -> None:
+        """Save the session while we race in an unfinished race; forget it otherwise."""
+        welcome, race = self.connection.welcome, self.tracker.race
+        if self.sessions is None or welcome is None or self.plan.watch:
+            return
+        racing = race is not None and self.tracker.you is not None and not self.tracker.finished
+        saved = (
+            SavedSession(self.connection.url, welcome.session, welcome.resume, welcome.name, race)
+            if racing and race is not None
+            else None
+        )
+        if saved == self._saved:
+            return
+        if saved is None:
+            self.sessions.forget(self.connection.url)
+        else:
+            self.sessions.save(saved)
+        self._saved = saved
 
     async def _ensure(self, kind: type[Screen[None]], build: Callable[[], Screen[None]]) -> None:
         """Switch to a new screen from ``build`` unless one of ``kind`` is showing."""

@@ -61,6 +61,9 @@ class RacerMirror:
     status: RacerStatus = RacerStatus.WAITING
     pending: tuple[int, Position] | None = None
     """A move sent and not yet answered: (move number, position)."""
+    base: tuple[tuple[Position, tuple[Card, ...], bool], ...] | None = None
+    """The piles found on resuming in a new client, whose moves came in an order this
+    mirror never saw: the game goes on from this position (see :meth:`restore`)."""
 
     @property
     def in_hand(self) -> Card | None:
@@ -80,10 +83,27 @@ class RacerMirror:
         """
         seen = set(self.cards)
         spare = [next(card for card in DECK if card not in seen)] if len(seen) < len(DECK) else []
-        game = Game([*self.cards, *spare], self.rules)
-        for move in self.moves:
+        if self.base is None:
+            game, played = Game([*self.cards, *spare], self.rules), 0
+        else:
+            played = sum(len(cards) for _, cards, _ in self.base)
+            game = Game.from_piles(self.base, [*self.cards[played:], *spare], self.rules)
+        for move in self.moves[played:]:
             game.play(move)
         return game
+
+    def restore(self, board: RacerBoard) -> None:
+        """Take our own board, as the server sends it on a resume, for the game so far.
+
+        A client started afresh (the racer quit and came back) knows none of its moves;
+        the board holds every card placed but not the order they came in, so the mirror
+        plays on from the position itself. ``cards`` and ``moves`` then list the piles'
+        cards and spots in board order, which keeps the move numbers right.
+        """
+        self.base = tuple((pile.position, tuple(pile.cards), pile.face_up) for pile in board.piles)
+        self.cards = [card for _, cards, _ in self.base for card in cards]
+        self.moves = [position for position, cards, _ in self.base for _ in cards]
+        self.pending = None
 
     def receive_card(self, message: CardToPlace) -> None:
         """The server dealt the card for move ``message.move``."""
@@ -231,19 +251,28 @@ class RaceTracker:
             self.last_flips = self.mirror.receive_placed(message)
         elif isinstance(message, Boards):
             self.boards.update((board.racer, board) for board in message.boards)
+            self._restore_own_board()
         elif isinstance(message, RaceFinished):
             self.finished = message
         elif isinstance(message, RacePar):
             self.par = message
 
+    def _restore_own_board(self) -> None:
+        """On a resume, our own board rebuilds a mirror that has seen none of our moves."""
+        mirror, own = self.mirror, self.boards.get(self.you) if self.you is not None else None
+        if mirror is not None and own is not None and own.shown and not mirror.moves:
+            mirror.restore(own)
+            self._own_end_from_progress()
+
     def _own_end_from_progress(self) -> None:
-        """A resignation or the time limit ends our game with no ``placed`` to say so: our
-        progress line does, and the race screen then stops offering a card."""
+        """A resignation or the time limit ends our game with no ``placed`` to say so (and
+        a client that resumes a game already over is sent none): our progress line does,
+        and the race screen then stops offering a card."""
         mirror = self.mirror
         entry = self.progress.get(self.you) if self.you is not None else None
         if mirror is None or entry is None or mirror.status in FINISHED_STATUSES:
             return
-        if entry.status in (RacerStatus.RESIGNED, RacerStatus.TIMED_OUT):
+        if entry.status in FINISHED_STATUSES:
             mirror.status = entry.status
 
     def _apply_snapshot(self, snapshot: RaceSnapshot) -> None:

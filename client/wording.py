@@ -19,6 +19,7 @@ import ssl
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
 from protocol import Error, ErrorCode
+from protocol.names import BadName, normalise_name
 
 #: Refusals a player meets in the client, in the client's words (the server's own
 #: message would only say the same again).
@@ -110,3 +111,21 @@ def describe_unreachable(url: str, error: BaseException) -> str:
     the connection, in its own words)."""
     unreachable = f"Cannot reach the server at {url}: {unreachable_reason(error)}."
     return refusal_sentence(error) or unreachable
+
+
+def usable_name(typed: str) -> str:
+    """The name to send for ``typed``: without the spaces and tabs around it (a slip of
+    the keyboard, not part of a name), in the form the server uses; raises
+    :class:`~protocol.names.BadName` saying why the server would refuse it.
+
+    >>> usable_name(" ann" + chr(9))
+    'ann'
+    >>> usable_name("  ")
+    Traceback (most recent call last):
+    ...
+    protocol.names.BadName: needs at least one visible character
+    """
+    name = typed.strip()
+    if not name:
+        raise BadName("needs at least one visible character")
+    return normalise_name(name)

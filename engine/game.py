@@ -462,9 +462,32 @@ class Game:
                     if cell_text != "-":
                         cards = _parse_cards(cell_text.removesuffix("*"))
                         piles.append(((row0 + dr, col0 + dc), cards, not cell_text.endswith("*")))
-        _check_reachable(rules, [(pos, len(cards)) for pos, cards, _ in piles])
         stock = [] if stock_text == "-" else _parse_cards(stock_text)
-        game = cls([card for _, cards, _ in piles for card in cards] + stock, rules)
+        return cls.from_piles(piles, stock, rules)
+
+    @classmethod
+    def from_piles(
+        cls,
+        piles: Iterable[tuple[Position, Sequence[Card], bool]],
+        stock: Sequence[Card],
+        rules: Ruleset = Ruleset(),
+    ) -> Game:
+        """The position with these piles (position, cards bottom first, whether the top is
+        face up) and ``stock`` still to come, the card in hand first.
+
+        As with :meth:`from_notation`, :attr:`moves` lay each pile bottom first in the
+        order given; a position that play could not reach is refused with ``ValueError``.
+
+        >>> from engine.cards import Card
+        >>> game = Game.from_piles([((0, 0), [Card.parse("4S")], False)], [Card.parse("3S")])
+        >>> str(game.card), game.face_down, game.cards_played
+        ('3S', 1, 1)
+        """
+        piles = [(position, list(cards), face_up) for position, cards, face_up in piles]
+        if any(not cards for _, cards, _ in piles):
+            raise ValueError("a pile holds at least one card")
+        _check_reachable(rules, [(pos, len(cards)) for pos, cards, _ in piles])
+        game = cls([card for _, cards, _ in piles for card in cards] + list(stock), rules)
         geo = game._geo
         for (row, col), cards, face_up in piles:
             cell = (row + geo.offset) * geo.width + col + geo.offset

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from cli.main import main
+from cli.client_commands import play_app
+from cli.main import build_parser, main
+from client.network_app import NetworkApp
 from tests.conftest import ServerProcess
 
 
@@ -40,7 +44,11 @@ def test_bots_with_no_server_say_so_and_fail(capsys: pytest.CaptureFixture[str])
             ["play", "--name", "x" * 33],
             "the name must be 1 to 32 characters once normalised (NFKC), not 33",
         ),
-        (["watch", "CODE", "--name", "  "], "the name starts or ends with a space"),
+        (["watch", "CODE", "--name", "  "], "the name needs at least one visible character"),
+        (
+            ["play", "--name", "ann\tlee"],
+            "the name holds U+0009 CHARACTER TABULATION, which is not printable",
+        ),
         (
             ["watch", "CODE", "--name", "\u3164"],
             "the name holds U+3164 HANGUL FILLER, which shows as blank space",
@@ -56,3 +64,11 @@ def test_a_name_the_server_would_refuse_is_refused_before_connecting(
 ) -> None:
     assert main([*argv, "--server", "ws://127.0.0.1:1"]) == 2
     assert capsys.readouterr().err == f"error: {problem}\n"
+
+
+def test_spaces_and_tabs_around_a_name_are_trimmed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    app = play_app(build_parser().parse_args(["play", "--name", " \tann  "]))
+    assert isinstance(app, NetworkApp) and app.connection.name == "ann"

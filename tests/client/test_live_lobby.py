@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from textual.app import App
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Input
 
 from client.bot_runner import Bot
 from client.bots import get_strategy
@@ -15,6 +15,7 @@ from client.connection import Connection
 from client.network_app import NetworkApp, Plan
 from client.screens.failure import FailureScreen
 from client.screens.lobby import LobbyScreen
+from client.screens.name import NameScreen
 from client.screens.network_race import NetworkRaceScreen
 from client.screens.results import ResultsScreen
 from client.screens.waiting import WaitingScreen
@@ -79,17 +80,24 @@ async def test_a_client_of_another_protocol_version_is_told_so(live_server: Live
     assert app.return_value == 1
 
 
-async def test_a_name_another_connected_player_uses_is_refused_with_a_sentence(
+async def test_a_name_another_connected_player_uses_can_be_chosen_again_on_the_spot(
     live_server: LiveServer,
 ) -> None:
     ann = await WireClient.connect(live_server.url, "ann")
     try:
         app = NetworkApp(Connection(live_server.url, "Ann"), Plan.quick())
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_until(pilot, lambda: showing(app, FailureScreen), "the failure screen")
-            assert failure_text(app).startswith("That name is taken by another connected player")
-            await pilot.press("q")
-        assert app.return_value == 1
+            await wait_until(pilot, lambda: showing(app, NameScreen), "the name screen")
+            assert str(app.screen.query_one("#name-refused").render()) == (
+                "That name is taken by another connected player: choose another."
+            )
+            await pilot.press(*"ANN", "enter")
+            assert lobby_message(app) == "Not that one: it looks like the name that was taken."
+            app.screen.query_one("#name", Input).value = ""
+            await pilot.press(*"ann2", "enter")
+            await wait_until(pilot, lambda: showing(app, WaitingScreen), "the quick race")
+            welcome = app.connection.welcome
+            assert welcome is not None and welcome.name == "ann2"
     finally:
         await ann.close()
 
