@@ -42,6 +42,9 @@ class BoardView:
     cards_played: int = 0
     status: Status = Status.PLAYING
     score: int | None = None
+    fogged: int = 0
+    """Cards the racer has placed that the fog still hides from the viewer: where they
+    lie is not known, so no empty spot of this board can be said to be empty."""
 
     @classmethod
     def from_game(cls, game: Game, stock_left: int | None = None) -> BoardView:

@@ -145,8 +145,11 @@ class RacerMirror:
         return RacerView(self.rules, tuple(self.cards), tuple(self.moves))
 
 
-def board_view(board: RacerBoard, rules: Ruleset, status: RacerStatus) -> BoardView:
-    """A spectator's board: face-down tops stay hidden, whatever the wire says."""
+def board_view(
+    board: RacerBoard, rules: Ruleset, status: RacerStatus, played: int | None = None
+) -> BoardView:
+    """A spectator's board: face-down tops stay hidden, whatever the wire says; of the
+    ``played`` cards (from the racer's progress), those past ``board.shown`` are fogged."""
     piles = {
         pile.position: PileView(pile.cards[-1] if pile.face_up else None, pile.face_up,
                                 len(pile.cards))
@@ -160,6 +163,7 @@ def board_view(board: RacerBoard, rules: Ruleset, status: RacerStatus) -> BoardV
         face_down=face_down,
         cards_played=board.shown,
         status=_DISPLAY_STATUS[status],
+        fogged=max((played or 0) - board.shown, 0),
     )
 
 
@@ -188,6 +192,8 @@ class RaceTracker:
     par: RacePar | None = None
     """The deal's par, when the server has sent it (after the result)."""
     last_flips: list[Position] = field(default_factory=list)
+    fog_line: int | None = None
+    """How many cards of each board the fog lets a spectator see (``None``: all of them)."""
     you: str | None = None
     """Our racer id in this race, or ``None`` when watching. Only the snapshot sent to us
     on joining names us; the ones broadcast to the whole race do not."""
@@ -251,6 +257,7 @@ class RaceTracker:
             self.last_flips = self.mirror.receive_placed(message)
         elif isinstance(message, Boards):
             self.boards.update((board.racer, board) for board in message.boards)
+            self.fog_line = message.fog_line
             self._restore_own_board()
         elif isinstance(message, RaceFinished):
             self.finished = message

@@ -43,7 +43,7 @@ class NetworkRaceScreen(RaceScreen):
 
     def compose_side(self) -> Iterable[Widget]:
         """The opponents panel and the link state."""
-        yield Leaderboard("Racers", id="opponents")
+        yield Leaderboard("Racers", id="opponents", fit=True)
         yield Static("", id="link", markup=False)
 
     def on_mount(self) -> None:

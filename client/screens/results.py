@@ -13,9 +13,13 @@ from textual.widgets import DataTable, Footer, Static
 from client.race_state import RaceTracker
 from client.screens.base import ClientScreen
 from client.screens.requests import BackToLobby
-from client.widgets.leaderboard import ordinal
+from client.widgets.leaderboard import fit_name, ordinal
 from engine import LossReason, format_moves
 from protocol import RaceFinished, RacePar, RacerStatus
+
+RACER_COLUMN = 20
+"""Columns the racer's name takes in the standings (longer names end in "…"), so that
+at 80 columns every other column, the score and the time included, still shows."""
 
 _RESULT_WORDS = {
     RacerStatus.WON: "won",
@@ -84,10 +88,10 @@ def standings_rows(
         seconds = (
             f"{standing.finish_ms / 1000:.1f} s" if standing.finish_ms is not None else "—"
         )
-        name = standing.name + (" (you)" if standing.racer == you else "")
+        marks = (" (you)" if standing.racer == you else "") + (" [bot]" if standing.bot else "")
         rows.append((
             Text(ordinal(standing.place)),
-            Text(name + (" [bot]" if standing.bot else "")),
+            Text(fit_name(standing.name, marks, RACER_COLUMN)),
             Text(_result_words(standing.status, reasons.get(standing.racer))),
             Text(score_text(standing.score, par)),
             Text(str(standing.cards_played)),
@@ -134,9 +138,10 @@ class ResultsScreen(ClientScreen):
         finished = self.tracker.finished
         if finished is None:
             return
-        self.query_one("#standings", DataTable).add_columns(
-            "place", "racer", "result", "score", "played", "time"
-        )
+        table = self.query_one("#standings", DataTable)
+        table.add_column("place")
+        table.add_column("racer", width=RACER_COLUMN)
+        table.add_columns("result", "score", "played", "time")
         self._columns = True
         self.refresh_from_tracker()
         self.query_one("#verified", Static).update(Text(verification_line(self.tracker)))

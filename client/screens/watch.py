@@ -14,6 +14,7 @@ from textual.widgets import Footer, Static
 from client.race_state import RaceTracker, board_view
 from client.screens.base import ClientScreen
 from client.screens.results import par_line, verification_line
+from client.widgets.cards import FOG
 from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
 from client.wording import plural
@@ -21,6 +22,22 @@ from protocol import RacerStatus, RaceState
 
 TILE_WIDTH = 20
 """Columns one compact board takes, with its gutter (a 4x4 grid is 15 wide)."""
+
+
+def fog_note(line: int | None) -> str:
+    """What the fog hides, for the line under the leaderboard.
+
+    >>> fog_note(1).split(",")[0], fog_note(0).split(",")[0]
+    ('Fog: each board shows its first card only', 'Fog: each board shows no card yet')
+    """
+    if line is None or line == 0:
+        shown = "no card yet"
+    else:
+        shown = "its first card only" if line == 1 else f"its first {line} cards only"
+    return (
+        f"Fog: each board shows {shown}, as far as every racer still racing has drawn. "
+        f"{FOG} marks where cards may lie unseen; ░░░ is a face-down card."
+    )
 
 
 class WatchScreen(ClientScreen):
@@ -86,20 +103,17 @@ class WatchScreen(ClientScreen):
         for racer, board in tracker.boards.items():
             progress = tracker.progress.get(racer)
             status = progress.status if progress is not None else RacerStatus.WAITING
+            played = progress.cards_played if progress is not None else board.shown
             if racer in self._tiles:
-                self._tiles[racer].show(board_view(board, tracker.rules, status))
+                self._tiles[racer].show(board_view(board, tracker.rules, status, played))
         self.query_one("#leaderboard", Leaderboard).show(
             tracker.leaderboard(), None, tracker.rules.grid_size ** 2
         )
         fogged = snapshot.options.fog and tracker.finished is None
-        shown = min((b.shown for b in tracker.boards.values()), default=0)
         if snapshot.state is RaceState.LOBBY or snapshot.state is RaceState.COUNTDOWN:
             self.say("The race has not started yet.")
         elif fogged:
-            self.say(
-                f"Fog: boards show only the cards every racer still racing has drawn "
-                f"(the first {shown}); face-down cards are hidden from everyone."
-            )
+            self.say(fog_note(tracker.fog_line))
         else:
             self.say("Boards show every move; face-down cards stay hidden.")
         self.query_one("#par", Static).update(Text(par_line(tracker)))

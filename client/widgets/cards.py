@@ -79,10 +79,15 @@ def draw_pile(pile: PileView, palette: CardPalette) -> list[Text]:
     return draw_back(pile.height, palette)
 
 
-def draw_compact(pile: PileView | None, palette: CardPalette) -> Text:
-    """A pile in one line, three columns: ``10♥``, `` 7♠``, ``░░░`` face down, `` · `` empty."""
+FOG = "▒▒▒"
+"""A spot the fog hides, on a compact board: a card may lie there, or none."""
+
+
+def draw_compact(pile: PileView | None, palette: CardPalette, fogged: bool = False) -> Text:
+    """A pile in one line, three columns: ``10♥``, `` 7♠``, ``░░░`` face down, `` · `` empty,
+    or ``▒▒▒`` for a spot that may hold a card the fog hides (when ``fogged``)."""
     if pile is None:
-        return Text(" · ", style=palette.edge)
+        return Text(FOG if fogged else " · ", style=palette.edge)
     if pile.face_up and pile.top is not None:
         style = palette.red if pile.top.suit in RED_SUITS else palette.black
         return Text(card_label(pile.top).rjust(3), style=style)

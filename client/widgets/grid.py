@@ -22,11 +22,13 @@ from client.board import BoardView
 from client.widgets.cards import (
     CARD_HEIGHT,
     CARD_WIDTH,
+    FOG,
     CardPalette,
     draw_compact,
     draw_pile,
     draw_space,
 )
+from client.wording import plural
 from engine import Position, Ruleset
 
 FLASH_SECONDS = 0.8
@@ -191,7 +193,7 @@ class GridView(Widget, can_focus=True):
             edge = style("grid--edge")
         pile = self.board.piles.get(position)
         if self.compact:
-            lines = [draw_compact(pile, self._palette(edge))]
+            lines = [draw_compact(pile, self._palette(edge), fogged=self.board.fogged > 0)]
         elif pile is None:
             cursor_here = self.interactive and position == self.cursor and self.board.card
             lines = draw_space("·" if is_target else (" " if cursor_here else ""), edge)
@@ -218,6 +220,10 @@ class GridView(Widget, can_focus=True):
             cells = [self._draw_cell((row, col)) for col in cols]
             for line_index in range(self.cell_height):
                 lines.append(Text(" " * _GAP).join(cell[line_index] for cell in cells))
+        if self.compact and self.board.fogged:
+            hidden = plural(self.board.fogged, "more card")
+            lines.append(Text(f"{FOG} {hidden} in the fog", style=self.get_component_rich_style(
+                "grid--edge")))
         drawing = Text("\n").join(lines)
         drawing.no_wrap = True  # a grid cut short beats a grid scrambled by wrapping
         return drawing

@@ -42,6 +42,56 @@ def ordinal(place: int) -> str:
     return f"{place}{suffix}"
 
 
+def fit_name(name: str, mark: str, width: int) -> str:
+    """``name`` and its ``mark`` (`` (you)``, `` [bot]``) in at most ``width`` columns: a
+    name too long ends in "…", and the mark always shows.
+
+    >>> fit_name("annabelle", " (you)", 12)
+    'annab… (you)'
+    """
+    room = width - len(mark)
+    return (name if len(name) <= room else name[: room - 1] + "…") + mark
+
+
+def shown_racers(heights: list[int], you: int | None, room: int | None) -> list[int]:
+    """Which racers' lines to draw, in order, in ``room`` lines (``None``: all); ``-1``
+    stands for a "…" line where racers are left out. The best come first, and our own
+    line (``you``, an index) is always among them.
+
+    >>> shown_racers([1] * 8, 7, 5)
+    [0, 1, 2, -1, 7]
+    >>> shown_racers([1] * 8, 1, 5)
+    [0, 1, 2, 3, -1]
+    >>> shown_racers([1, 1], 1, 5)
+    [0, 1]
+    """
+    if room is None or sum(heights) <= room:
+        return list(range(len(heights)))
+    others = [index for index in range(len(heights)) if index != you]
+    mine = [you] if you is not None else []
+    shown = _with_gaps(mine, len(heights))
+    for count in range(1, len(others) + 1):  # the best first, as many as fit
+        candidate = _with_gaps(sorted([*others[:count], *mine]), len(heights))
+        if sum(heights[i] if i >= 0 else 1 for i in candidate) > room:
+            break
+        shown = candidate
+    return shown
+
+
+def _with_gaps(indices: list[int], count: int) -> list[int]:
+    """``indices`` with ``-1`` wherever racers between them (or after them) are left out."""
+    drawn: list[int] = []
+    expected = 0
+    for index in indices:
+        if index != expected:
+            drawn.append(-1)
+        drawn.append(index)
+        expected = index + 1
+    if expected != count:
+        drawn.append(-1)
+    return drawn
+
+
 class Leaderboard(Widget):
     """One line per racer: place, name, bar of face-up piles, cards played, status."""
 
@@ -52,9 +102,14 @@ class Leaderboard(Widget):
         "leaderboard--heading",
     }
 
-    def __init__(self, heading: str = "Racers", *, id: str | None = None) -> None:
+    def __init__(
+        self, heading: str = "Racers", *, id: str | None = None, fit: bool = False
+    ) -> None:
         super().__init__(id=id)
         self.heading = heading
+        self.fit = fit
+        """Whether to fit the lines to the widget's height (the stylesheet gives it one),
+        cutting racers from the middle so that our own line always shows."""
         self.entries: list[ProgressEntry] = []
         self.you: str | None = None
         self.piles = 16
@@ -73,7 +128,7 @@ class Leaderboard(Widget):
     def _line(self, entry: ProgressEntry, index: int) -> Text:
         style = self.get_component_rich_style
         mark = " (you)" if entry.racer == self.you else " [bot]" if entry.bot else ""
-        name = entry.name[: _NAME_WIDTH - len(mark)] + mark
+        name = fit_name(entry.name, mark, _NAME_WIDTH)
         place = ordinal(index + 1) if entry.status is RacerStatus.WON else f"{index + 1}."
         status = _STATUS_WORDS[entry.status]
         if entry.status is RacerStatus.WON:
@@ -89,9 +144,14 @@ class Leaderboard(Widget):
         return line
 
     def render(self) -> Text:
-        """The heading, then one line per racer."""
+        """The heading, then one line per racer (those that fit, when fitted)."""
         lines = [Text(self.heading, style=self.get_component_rich_style("leaderboard--heading"))]
-        lines += [self._line(entry, index) for index, entry in enumerate(self.entries)]
+        blocks = [self._line(entry, index) for index, entry in enumerate(self.entries)]
+        you = next((i for i, e in enumerate(self.entries) if e.racer == self.you), None)
+        room = self.size.height - 1 if self.fit and self.size.height else None
+        left_out = Text("   …", style=self.get_component_rich_style("leaderboard--done"))
+        heights = [block.plain.count("\n") + 1 for block in blocks]
+        lines += [blocks[i] if i >= 0 else left_out for i in shown_racers(heights, you, room)]
         if not self.entries:
             lines.append(Text("nobody yet"))
         return Text("\n").join(lines)

@@ -28,7 +28,7 @@ from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
 from client.widgets.race_status import RaceStatus
 from engine import Position
-from protocol import QuickRace, RacerStatus, Role, Standing
+from protocol import JoinRace, QuickRace, RaceOptions, RacerInfo, RacerStatus, Role, Standing
 from tests.client.keys import place_by_keys
 from tests.conftest import LiveServer, fast_config, start_live_server
 from tests.server.known_games import WON_SEED, conformance_game
@@ -241,3 +241,57 @@ async def test_the_results_show_each_score_beside_the_deals_par(tmp_path: Path) 
         assert any(str(cell) == beside for row in range(table.row_count)
                    for cell in table.get_row_at(row))
         await bot
+
+
+async def test_at_80x24_with_eight_racers_your_line_and_your_whole_score_show(
+    tmp_path: Path,
+) -> None:
+    config = dataclasses.replace(
+        fast_config(tmp_path / "race.db"), seed_source=lambda: WON_SEED, par_budget=1.0
+    )
+    won_moves = conformance_game(WON_SEED)[1]
+    options = RaceOptions(max_racers=8, min_racers=8, auto_start=False, public=False)
+    async with start_live_server(config) as live:
+        long_name = "annabelle-of-the-longest-names-x"  # a long name must not push the score off
+        app = NetworkApp(Connection(live.url, long_name, backoff=QUICK_RETRY),
+                         Plan.create(options))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(pilot, lambda: app.tracker.code is not None, "the race's code")
+            code = app.tracker.code
+            assert code is not None
+            bots = [
+                asyncio.create_task(Bot(
+                    Connection(live.url, f"bot-{n}", bot=True), JoinRace(race=code),
+                    get_strategy("greedy"),
+                ).run())
+                for n in range(1, 8)
+            ]
+            await wait_until(pilot, lambda: len(app.tracker.names()) == 8, "eight racers")
+            await wait_until(pilot, lambda: sum(r.ready for r in racers(app)) == 7, "the bots")
+            await pilot.press("r")
+            await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+            panel = app.screen.query_one("#opponents", Leaderboard)
+            await wait_until(pilot, lambda: sum(e.status is not RacerStatus.RACING
+                                                for e in panel.entries) == 7, "the bots' games")
+            await pilot.pause(0.3)
+            drawn = panel.render().plain.splitlines()
+            assert any("(you)" in line for line in drawn), drawn
+            assert len(drawn) <= panel.size.height
+            await play_out_by_keys(pilot, app, line=won_moves)
+            await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+            await wait_until(pilot, lambda: app.tracker.par is not None, "the par")
+            await pilot.pause(0.3)
+            table = app.screen.query_one("#standings", DataTable)
+            par = app.tracker.par
+            assert par is not None and par.score is not None
+            shown = [table.render_line(y).text for y in range(table.size.height)]
+            mine = next(line for line in shown if "(you)" in line)
+            assert f" 2 / par {'' if par.proven else '≥ '}{par.score} " in mine, shown
+            assert mine.rstrip().endswith(" s"), shown  # every column, the time last, shows
+        for bot in bots:
+            assert (await bot).standing is not None
+
+
+def racers(app: NetworkApp) -> tuple[RacerInfo, ...]:
+    snapshot = app.tracker.snapshot
+    return snapshot.racers if snapshot is not None else ()
