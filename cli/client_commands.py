@@ -56,10 +56,16 @@ def register(subparsers: Subparsers) -> None:
         "--tournament", metavar="TCODE", type=tournament_code,
         help="enter a tournament and race until it ends",
     )
-    bot.add_argument("--strategy", help="how the bots play (default: the strongest)")
+    from client.bots import DEFAULT_STRATEGY, STRATEGIES
+
+    bot.add_argument(
+        "--strategy", choices=sorted(STRATEGIES), default=DEFAULT_STRATEGY,
+        help=f"how the bots play: {', '.join(sorted(STRATEGIES))} "
+        f"(default {DEFAULT_STRATEGY}, the strongest)",
+    )
     bot.add_argument("-n", type=int, default=1, metavar="N", help="how many bots (default 1)")
     bot.add_argument(
-        "--pace", type=float, default=0.5, metavar="SECONDS",
+        "--pace", type=seconds_to_wait, default=0.5, metavar="SECONDS",
         help="seconds each bot waits before a move, so people can keep up (default 0.5)",
     )
     bot.set_defaults(run=run_bot)
@@ -91,6 +97,21 @@ def _refuse_ca_file(args: argparse.Namespace) -> bool:
         print(f"error: {error}", file=sys.stderr)
         return True
     return False
+
+
+def seconds_to_wait(text: str) -> float:
+    """A pause in seconds: a number, zero or more.
+
+    >>> seconds_to_wait("0.25")
+    0.25
+    """
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"a pace is zero or more seconds, not {text}")
+    return seconds
 
 
 def tournament_code(text: str) -> str:
@@ -200,20 +221,20 @@ def run_watch(args: argparse.Namespace) -> int:
     return NetworkApp(connection, Plan.spectate(args.code)).run() or 0
 
 
+def _say_now(line: str) -> None:
+    """One line of a bot's report, out at once (a tournament can take an evening)."""
+    print(line, flush=True)
+
+
 def run_bot(args: argparse.Namespace) -> int:
-    """``foursquare bot``: the bots play one race (or a whole tournament), then each prints
-    how it went."""
+    """``foursquare bot``: the bots play one race (or a whole tournament), printing a line
+    as each race ends; in a tournament, where each finished too."""
     import asyncio
 
     from client.bot_runner import run_bots
-    from client.bots import DEFAULT_STRATEGY, STRATEGIES
     from protocol import JoinRace, QuickRace
 
-    strategy = args.strategy or DEFAULT_STRATEGY
-    if strategy not in STRATEGIES:
-        known = ", ".join(sorted(STRATEGIES))
-        print(f"error: unknown strategy {strategy!r}: choose one of {known}", file=sys.stderr)
-        return 2
+    strategy = args.strategy
     if not 1 <= args.n <= 100:
         print("error: -n must be from 1 to 100", file=sys.stderr)
         return 2
@@ -222,19 +243,19 @@ def run_bot(args: argparse.Namespace) -> int:
     if args.tournament:
         from client.tournament_bot import run_tournament_bots
 
-        entered = asyncio.run(
-            run_tournament_bots(
-                args.server, args.tournament, strategy, args.n, pace=args.pace,
-                ca_file=args.ca_file,
-            )
-        )
+        entered = asyncio.run(run_tournament_bots(
+            args.server, args.tournament, strategy, args.n, pace=args.pace,
+            ca_file=args.ca_file, report=_say_now,
+        ))
         for entry in entered:
             print(entry.describe())
         return 0 if all(entry.standing is not None for entry in entered) else 1
     request = JoinRace(race=args.race) if args.race else QuickRace()
     results = asyncio.run(
-        run_bots(args.server, args.n, request, strategy, pace=args.pace, ca_file=args.ca_file)
+        run_bots(args.server, args.n, request, strategy, pace=args.pace, ca_file=args.ca_file,
+                 report=_say_now)
     )
     for result in results:
-        print(result.describe())
+        if result.standing is None:  # the others said how their race went as it ended
+            print(result.describe())
     return 0 if all(result.standing is not None for result in results) else 1

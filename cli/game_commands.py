@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from client.wording import plural
 from engine import (
     Adjacency,
     Flipped,
@@ -111,6 +110,8 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def describe_result(game: Game) -> str:
     """One line on how the game stands, for people."""
+    from client.wording import plural
+
     if game.status is Status.WON:
         return f"won with {plural(game.score or 0, 'card')} left in the stock (score {game.score})"
     if game.status is Status.LOST:

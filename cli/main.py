@@ -27,10 +27,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="foursquare",
         description="Foursquare Race: race the solitaire card game Foursquare on identical deals.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
+
+
+def _version() -> str:
+    """The installed package's version (what ``pip`` installed from pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("foursquare-race")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

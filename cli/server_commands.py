@@ -149,7 +149,9 @@ def register(subparsers: Subparsers) -> None:
         description="Check a race result saved as JSON (the 'finished' record): the seed "
         "against its commitment, every move, every outcome and the standings.",
     )
-    verify_parser.add_argument("file", type=Path, help="the result, as JSON")
+    verify_parser.add_argument(
+        "file", type=Path, help="the result, as JSON ('-' reads it from standard input)"
+    )
     verify_parser.set_defaults(run=run_verify)
 
 
@@ -257,7 +259,8 @@ def run_result(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     """Print whether the result holds up; exit 0 if it does, 1 if not, 2 if unreadable."""
     try:
-        result = read_result(args.file.read_text(encoding="utf-8"))
+        text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text(encoding="utf-8")
+        result = read_result(text)
     except (OSError, ValueError) as error:
         print(f"error: cannot read a result from {args.file}: {error}", file=sys.stderr)
         return 2

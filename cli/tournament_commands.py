@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.client_commands import ca_file_argument
-from client.wording import describe_error, describe_unreachable, plural
 
 if TYPE_CHECKING:
     from protocol.tournament import TournamentClientMessage, TournamentExport, TournamentState
@@ -236,6 +235,8 @@ def run_verify(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         print(f"error: cannot read a tournament record from {args.file}: {error}", file=sys.stderr)
         return 2
+    from client.wording import plural
+
     problems = verify_document(document)
     info = document["tournament"]
     print(
@@ -299,6 +300,8 @@ def entrant_id_in(state: TournamentState, entrant: str) -> str:
 
 def describe(state: TournamentState) -> str:
     """The state and standings as lines of text; tied places are marked ``=``."""
+    from client.wording import plural
+
     flags = "".join(
         f", {flag}" for flag, on in (("paused", state.paused), ("ending", state.ending)) if on
     )
@@ -344,6 +347,7 @@ async def _ask(server: str, message: TournamentClientMessage, tls: dict[str, Any
     from websockets.asyncio.client import connect
     from websockets.exceptions import WebSocketException
 
+    from client.wording import describe_error, describe_unreachable
     from protocol import Error, Hello, Welcome, decode_server, encode
     from protocol.tournament import encode_tournament
 

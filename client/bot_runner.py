@@ -29,6 +29,8 @@ from protocol import (
 from protocol.tournament import TournamentClientMessage
 
 Sleep = Callable[[float], Awaitable[None]]
+Report = Callable[[str], None]
+"""Where a bot says, as it goes, how each of its races ended (one line each)."""
 
 RATE_LIMIT_PAUSE = 1.0
 """Seconds a bot waits after the server says it sends too fast."""
@@ -42,16 +44,17 @@ class BotResult:
     standing: Standing | None = None
     failure: str | None = None
 
-    def describe(self) -> str:
-        """One line for the terminal."""
+    def describe(self, race: str | None = None) -> str:
+        """One line for the terminal (naming ``race`` when given)."""
         if self.standing is None:
             return f"{self.name}: {self.failure or 'no result'}"
         standing = self.standing
+        where = f" in race {race}" if race is not None else ""
         result = standing.status.value.replace("_", " ")
         if standing.score is not None:
             result += f" with score {standing.score}"
         return (
-            f"{self.name}: place {standing.place}, {result}, "
+            f"{self.name}{where}: place {standing.place}, {result}, "
             f"{plural(standing.cards_played, 'card')}"
         )
 
@@ -62,7 +65,7 @@ class Bot:
     def __init__(
         self, connection: Connection, request: ClientMessage | TournamentClientMessage,
         strategy: Strategy,
-        *, pace: float = 0.0, sleep: Sleep = asyncio.sleep,
+        *, pace: float = 0.0, sleep: Sleep = asyncio.sleep, report: Report | None = None,
     ) -> None:
         self.connection = connection
         self.request = request
@@ -72,6 +75,9 @@ class Bot:
         self.tracker = RaceTracker()
         self._ready_in: str | None = None
         """The race the bot has said ready in (it says so once per race)."""
+        self.report = report
+        self._reported: str | None = None
+        """The race whose end the bot has reported (once per race)."""
 
     async def run(self) -> BotResult:
         """Join, play until the race is over, and say how it went."""
@@ -119,8 +125,18 @@ class Bot:
                 await self._act()
             return None
         self.tracker.apply(message)
+        self._report_the_end()
         await self._act()
         return None
+
+    def _report_the_end(self) -> None:
+        """Say how the race went, once, as soon as it has finished."""
+        race = self.tracker.race
+        if self.report is None or self.tracker.finished is None or self._reported == race:
+            return
+        self._reported = race
+        result = BotResult(self.connection.name, standing=self._my_standing())
+        self.report(result.describe(race))
 
     async def _act(self) -> None:
         snapshot, mirror, race = self.tracker.snapshot, self.tracker.mirror, self.tracker.race
@@ -158,9 +174,11 @@ async def run_bots(
     name_prefix: str | None = None,
     backoff: Backoff = DEFAULT_BACKOFF,
     ca_file: str | None = None,
+    report: Report | None = None,
 ) -> list[BotResult]:
-    """Start ``count`` bots that each send ``request`` (quick race or join) and play
-    (``ca_file``: a CA to trust for ``wss://``, as :class:`Connection` takes)."""
+    r"""Start ``count`` bots that each send ``request`` (quick race or join) and play
+    (``ca_file``: a CA to trust for ``wss://``, as :class:`Connection` takes); each
+    ``report``\ s its race's end as soon as it comes."""
     prefix = name_prefix or "bot"
     bots = [
         Bot(
@@ -170,6 +188,7 @@ async def run_bots(
             request,
             get_strategy(strategy),
             pace=pace,
+            report=report,
         )
         for index in range(count)
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from client.bot_runner import Bot
+from client.bot_runner import Bot, Report
 from client.bots import get_strategy
 from client.connection import Connection, ConnectionFailed
 from client.race_state import RaceTracker
@@ -47,10 +47,13 @@ class TournamentBotResult:
 class TournamentBot(Bot):
     """One bot entrant; :meth:`play` runs until the tournament has finished."""
 
-    def __init__(self, connection: Connection, code: str, strategy: str, *, pace: float = 0.0):
+    def __init__(
+        self, connection: Connection, code: str, strategy: str, *, pace: float = 0.0,
+        report: Report | None = None,
+    ):
         self.code = code.upper()
         super().__init__(connection, JoinTournament(tournament=self.code), get_strategy(strategy),
-                         pace=pace)
+                         pace=pace, report=report)
         self.state: TournamentState | None = None
         self.you: str | None = None
 
@@ -116,11 +119,16 @@ async def run_tournament_bots(
     pace: float = 0.0,
     prefix: str = "bot",
     ca_file: str | None = None,
+    report: Report | None = None,
 ) -> list[TournamentBotResult]:
-    """Enter ``count`` bots, named ``prefix-1`` onwards, in tournament ``code``; each plays
-    until the tournament ends (``ca_file``: a CA to trust for ``wss://``)."""
+    r"""Enter ``count`` bots, named ``prefix-1`` onwards, in tournament ``code``; each plays
+    until the tournament ends (``ca_file``: a CA to trust for ``wss://``), ``report``\ ing
+    each race's end as it comes."""
     connections = [
         Connection(url, f"{prefix}-{n}", bot=True, ca_file=ca_file) for n in range(1, count + 1)
     ]
-    bots = [TournamentBot(connection, code, strategy, pace=pace) for connection in connections]
+    bots = [
+        TournamentBot(connection, code, strategy, pace=pace, report=report)
+        for connection in connections
+    ]
     return list(await asyncio.gather(*(bot.play() for bot in bots)))

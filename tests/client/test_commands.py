@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -19,16 +20,38 @@ def test_two_bots_race_each_other_and_report_how_it_went(
                    "--strategy", "greedy", "--pace", "0"])
     lines = capsys.readouterr().out.splitlines()
     assert status == 0
-    assert sorted(line.split(":")[0] for line in lines) == ["bot-1", "bot-2"]
-    assert all(": place " in line for line in lines)
+    assert sorted(line.split(" ")[0] for line in lines) == ["bot-1", "bot-2"]
+    assert all(" in race " in line and ": place " in line for line in lines)
 
 
-def test_an_unknown_strategy_is_refused_before_connecting(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize(
+    ("option", "problem"),
+    [
+        (["--strategy", "clever"], "argument --strategy: invalid choice: 'clever'"),
+        (["--pace", "-1"], "argument --pace: a pace is zero or more seconds, not -1"),
+        (["--pace", "soon"], "argument --pace: 'soon' is not a number of seconds"),
+    ],
+)
+def test_a_bad_strategy_or_pace_is_refused_before_connecting(
+    option: list[str], problem: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    status = main(["bot", "--server", "ws://127.0.0.1:1", "--quick", "--strategy", "clever"])
-    assert status == 2
-    assert "unknown strategy 'clever'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main(["bot", "--server", "ws://127.0.0.1:1", "--quick", *option])
+    assert refused.value.code == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_bot_help_lists_the_strategies(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bot", "--help"])
+    assert "{expectimax,greedy,random}" in capsys.readouterr().out
+
+
+def test_the_command_tells_its_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"foursquare {version('foursquare-race')}\n"
 
 
 def test_bots_with_no_server_say_so_and_fail(capsys: pytest.CaptureFixture[str]) -> None:

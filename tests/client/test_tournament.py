@@ -220,11 +220,19 @@ async def test_bots_enter_a_tournament_by_the_command_and_play_it_to_the_end(
     # The command runs its own event loop, so it runs in a thread beside the server's.
     bots = asyncio.create_task(asyncio.to_thread(main, command))
     await host.until(lambda s: len(s.standings) == 3)
+    said: list[str] = []
     for number in (1, 2):
         await host.control(HostAction.START)
         await host.until(round_over(number))
+        # Each bot says how its race went as it ends, not only at the end of the evening.
+        while sum(" in race " in line for line in said) < 3 * number:
+            said += capsys.readouterr().out.splitlines()
+            await asyncio.sleep(0.05)
     assert await asyncio.wait_for(bots, 60) == 0
-    lines = capsys.readouterr().out.splitlines()
+    said += capsys.readouterr().out.splitlines()
+    races = [line for line in said if " in race " in line]
+    assert len(races) == 6 and all(": place " in line for line in races)
+    lines = [line for line in said if line not in races]
     assert sorted(line.split(":")[0] for line in lines) == ["bot-1", "bot-2", "bot-3"]
     assert all(" point" in line and line.endswith(", 2 games") for line in lines)
     await host.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import json
 from pathlib import Path
 
@@ -98,7 +99,8 @@ def race_of(racer: WireClient) -> str:
 
 
 async def test_two_racers_race_from_hello_to_standings_that_verify(
-    live_server: LiveServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    live_server: LiveServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     ann, bob = await start_duel(live_server)
     race = race_of(ann)
@@ -123,6 +125,9 @@ async def test_two_racers_race_from_hello_to_standings_that_verify(
     saved = tmp_path / "result.json"
     saved.write_text(json.dumps(encode_wire(finished)))
     assert foursquare(["verify", str(saved)]) == 0
+    assert "verified" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.StringIO(saved.read_text()))  # verify - reads stdin
+    assert foursquare(["verify", "-"]) == 0
     assert "verified" in capsys.readouterr().out
     # The record the server journaled before announcing the finish verifies too.
     capsys.readouterr()
