@@ -36,7 +36,7 @@ def fog_note(line: int | None) -> str:
         shown = "its first card only" if line == 1 else f"its first {line} cards only"
     return (
         f"Fog: each board shows {shown}, as far as every racer still racing has drawn. "
-        f"{FOG} marks where cards may lie unseen; ░░░ is a face-down card."
+        f"{FOG} marks where cards may lie unseen (+N counts them); ░░░ is a face-down card."
     )
 
 

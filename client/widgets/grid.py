@@ -28,7 +28,6 @@ from client.widgets.cards import (
     draw_pile,
     draw_space,
 )
-from client.wording import plural
 from engine import Position, Ruleset
 
 FLASH_SECONDS = 0.8
@@ -221,9 +220,9 @@ class GridView(Widget, can_focus=True):
             for line_index in range(self.cell_height):
                 lines.append(Text(" " * _GAP).join(cell[line_index] for cell in cells))
         if self.compact and self.board.fogged:
-            hidden = plural(self.board.fogged, "more card")
-            lines.append(Text(f"{FOG} {hidden} in the fog", style=self.get_component_rich_style(
-                "grid--edge")))
+            # Short enough for a tile: "▒▒▒ +12 in the fog".
+            lines.append(Text(f"{FOG} +{self.board.fogged} in the fog",
+                              style=self.get_component_rich_style("grid--edge")))
         drawing = Text("\n").join(lines)
         drawing.no_wrap = True  # a grid cut short beats a grid scrambled by wrapping
         return drawing

@@ -44,7 +44,7 @@ async def test_cards_behind_the_fog_are_drawn_as_fog_and_counted(live_server: Li
         tiles = {grid.board.cards_played: grid for grid in app.screen.query(GridView)}
         bot_tile = tiles[1]  # the bot's board shows its first card only
         drawing = bot_tile.render().plain.splitlines()
-        assert drawing[-1] == f"{FOG} {played - 1} more cards in the fog"
+        assert drawing[-1] == f"{FOG} +{played - 1} in the fog"
         assert " · " not in "".join(drawing)  # no spot of a fogged board claims to be empty
         note = str(app.screen.query_one("#fog").render())
         assert note.startswith("Fog: each board shows its first card only, as far as every")
