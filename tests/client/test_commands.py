@@ -70,7 +70,7 @@ def test_bots_with_no_server_say_so_and_fail(capsys: pytest.CaptureFixture[str])
         (["watch", "CODE", "--name", "  "], "the name needs at least one visible character"),
         (
             ["play", "--name", "ann\tlee"],
-            "the name holds U+0009 CHARACTER TABULATION, which is not printable",
+            "the name holds U+0009 (a control character), which is not printable",
         ),
         (
             ["watch", "CODE", "--name", "\u3164"],
