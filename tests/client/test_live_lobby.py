@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from textual.app import App
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from client.bot_runner import Bot
@@ -61,6 +62,15 @@ async def race_held_open(url: str, options: RaceOptions) -> AsyncIterator[str]:
     finally:
         await host.close()
         await listening
+
+
+@contextlib.asynccontextmanager
+async def in_the_lobby(url: str) -> AsyncIterator[tuple[Pilot[int], NetworkApp]]:
+    """Ann's client on the lobby of the server at ``url``."""
+    app = NetworkApp(Connection(url, "ann", backoff=QUICK_RETRY), Plan())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        yield pilot, app
 
 
 async def drain(messages: AsyncIterator[ServerMessage]) -> None:
@@ -133,9 +143,7 @@ async def test_watching_an_unknown_race_ends_with_a_sentence(live_server: LiveSe
 async def test_a_private_race_from_the_lobby_starts_when_everyone_is_ready(
     live_server: LiveServer,
 ) -> None:
-    app = NetworkApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), Plan())
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+    async with in_the_lobby(live_server.url) as (pilot, app):
         max_racers = app.screen.query_one("#max-racers")
         await pilot.click("#max-racers")
         max_racers.value = ""  # type: ignore[attr-defined]
@@ -184,9 +192,7 @@ async def test_the_lobby_lists_open_races_and_joins_the_one_selected(
     live_server: LiveServer,
 ) -> None:
     waiting_bot = start_bot(live_server.url, "bot-1")
-    app = NetworkApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), Plan())
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+    async with in_the_lobby(live_server.url) as (pilot, app):
         lobby = app.screen
         assert isinstance(lobby, LobbyScreen)
         while not lobby.races:
@@ -244,9 +250,7 @@ async def test_leaving_a_waiting_room_where_you_are_alone_goes_back_to_the_lobby
 async def test_the_lobby_lists_a_new_race_without_being_asked_and_q_leaves_it(
     live_server: LiveServer,
 ) -> None:
-    app = NetworkApp(Connection(live_server.url, "ann", backoff=QUICK_RETRY), Plan())
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+    async with in_the_lobby(live_server.url) as (pilot, app):
         lobby = app.screen
         assert isinstance(lobby, LobbyScreen) and lobby.races == []
         waiting_bot = start_bot(live_server.url, "bot-1")
