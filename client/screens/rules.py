@@ -109,6 +109,10 @@ class RulesScreen(ModalScreen[None]):
             yield Static(rules_text(self.rules), id="rules-text")
         yield Footer()
 
+    def on_mount(self) -> None:
+        """Focus the text, so that the arrows and Page keys scroll it."""
+        self.query_one("#rules", VerticalScroll).focus()
+
     def action_close(self) -> None:
         """Back to the screen underneath."""
         self.dismiss(None)
