@@ -831,8 +831,11 @@ class RaceServer:
                 self._drop_if_empty(host)
         else:
             raise _Refused(ErrorCode.NOT_A_RACER, "you are not in this race")
-        host.tell(connection, protocol.Ok(in_reply_to="leave_race", race=host.race_id,
-                                          reply_to=message.id))
+        ok = protocol.Ok(in_reply_to="leave_race", race=host.race_id, reply_to=message.id)
+        if self.hosts.get(host.race_id) is host:
+            host.tell(connection, ok)  # after the leave's own messages
+        else:
+            self._send(connection, ok)  # the lobby emptied and closed: its outbox is gone
 
     def _on_ready(
         self, connection: ServerConnection, session: Session, message: protocol.Ready

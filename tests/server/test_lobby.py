@@ -124,6 +124,16 @@ async def test_leaving_or_dropping_out_of_a_lobby_frees_the_seat(live_server: Li
             await asyncio.sleep(0.02)
 
 
+async def test_leaving_a_lobby_one_was_alone_in_is_answered(live_server: LiveServer) -> None:
+    (ann,) = await racers(live_server, "ann")
+    await ann.send(CreateRace(options=RaceOptions(public=False), id=1))
+    race = (await ann.expect(RaceSnapshot)).race
+    await ann.send(LeaveRace(race=race, id=2))
+    await ann.expect(Ok, in_reply_to="leave_race", reply_to=2)  # the race closed with it
+    await ann.send(JoinRace(race=race, id=3))
+    await ann.expect(Error, code=ErrorCode.RACE_NOT_FOUND)
+
+
 async def test_requests_out_of_place_are_refused_with_their_codes(live_server: LiveServer) -> None:
     ann, bob = await racers(live_server, "ann", "bob")
     watcher = await WireClient.connect(live_server.url, "watcher", role=Role.SPECTATOR)
