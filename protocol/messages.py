@@ -212,6 +212,10 @@ class RacerInfo:
     """Said ``ready`` (races that wait for everyone start when all are)."""
     connected: bool = True
     """False while the racer's connection is down (it may resume)."""
+    out_at: int | None = None
+    """Server time (ms) when this racer, away since its connection dropped mid-race, is
+    counted out (resigned) unless it resumes first; nil while it is there, and once its
+    game is over."""
 
 
 register(
@@ -221,6 +225,7 @@ register(
     bot=Bool(),
     ready=Bool(),
     connected=Bool(),
+    out_at=Optional(MILLIS),
 )
 
 

@@ -8,7 +8,6 @@ commands go to the race's :class:`~server.host.RaceHost`, and the pure
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import http
 import logging
@@ -309,11 +308,15 @@ class RaceServer:
             replay_commands(race, stored)  # fast: replaying a race takes about a millisecond
             if not race.racer_ids:
                 continue  # a lobby everyone left: nothing to come back to
-            self.hosts[race.race_id] = self._host(race)
+            host = self.hosts[race.race_id] = self._host(race)
             for racer_id in race.racer_ids:
                 session = self.sessions.get(racer_id)
                 if session is not None:
                     session.race_id = race.race_id
+                if race.phase in (core.Phase.COUNTDOWN, core.Phase.RUNNING):
+                    # Nobody is connected after a restart: each racer's grace to come
+                    # back starts now (a racer already away keeps its own).
+                    host.apply(core.Disconnect(racer_id))
             log_event(
                 "race_recovered",
                 race=race.race_id,
@@ -561,6 +564,8 @@ class RaceServer:
         """After a resume: the race the session races in, and the races it watches."""
         host = self.hosts.get(session.race_id) if session.race_id else None
         if host is not None and host.race.has_racer(session.session_id):
+            if host.race.phase is not core.Phase.FINISHED:
+                host.apply(core.Reconnect(session.session_id))  # no longer counted out
             host.tell(connection, *host.messages_for_racer(session.session_id, None))
             host.presence_changed()  # the others see it back
         for race_id in list(session.watching):
@@ -574,7 +579,8 @@ class RaceServer:
     def _detach(
         self, session: Session, connection: ServerConnection, quietly: bool = False
     ) -> None:
-        """The session's connection is gone: stop feeding it, and free lobby seats."""
+        """The session's connection is gone: stop feeding it, free its lobby seat, or
+        start its racer's grace to come back (the race decides which)."""
         if session.connection is connection:
             now = self._now()
             self.sessions.detach(session, now)
@@ -585,15 +591,15 @@ class RaceServer:
             if watched is not None:
                 watched.remove_spectator(connection)
         host = self.hosts.get(session.race_id) if session.race_id else None
-        if quietly or self.stopping or host is None:
+        if quietly or self.stopping or host is None or not host.race.has_racer(session.session_id):
             return
+        if host.race.phase is not core.Phase.FINISHED:
+            host.apply(core.Disconnect(session.session_id))
         if host.race.has_racer(session.session_id):
-            host.presence_changed()  # running: the others see it disconnected
-        if host.race.phase in (core.Phase.LOBBY, core.Phase.COUNTDOWN):
-            with contextlib.suppress(core.RaceError):
-                host.apply(core.Disconnect(session.session_id))
-                session.race_id = None
-                self._drop_if_empty(host)
+            host.presence_changed()  # the others see it away
+        else:  # its lobby seat is free
+            session.race_id = None
+            self._drop_if_empty(host)
 
     def _answer(
         self,
@@ -803,7 +809,9 @@ class RaceServer:
         """The options of the race ``message`` asks for (``_Refused`` if it may not)."""
         self._check_free_to_join(session)
         try:
-            return race_options(message.options, self.config.progress_interval)
+            return race_options(
+                message.options, self.config.progress_interval, self.config.reconnect_grace
+            )
         except ValueError as error:
             raise _Refused(ErrorCode.BAD_MESSAGE, f"create_race.options: {error}") from None
 
@@ -887,6 +895,7 @@ class RaceServer:
             time_limit=config.time_limit,
             countdown=config.quick_countdown,
             progress_interval=config.progress_interval,
+            reconnect_grace=config.reconnect_grace,
         )
 
     def open_race(

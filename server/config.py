@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from server.journal import Sync
-from server.race import SeedSource, random_seed
+from server.race import RECONNECT_GRACE, SeedSource, random_seed
 
 #: Environment variables read by :meth:`ServerConfig.from_environment`, by field.
 ENVIRONMENT = {
@@ -55,13 +55,18 @@ class ServerConfig:
     journal: bool = True
     """``False`` only to measure the journal's cost: nothing is stored, nothing recovered."""
     quick_countdown: float = 5.0
-    """Seconds of countdown in a quick race once it has its minimum racers."""
+    """Seconds of countdown in a quick race once it has its minimum racers, and in every
+    tournament race once its entrants are seated."""
     quick_min_racers: int = 2
     quick_max_racers: int = 8
     time_limit: float = 600.0
     """Quick races' time limit, in seconds."""
     progress_interval: float = 0.1
     """Per race, at most one progress update per this many seconds."""
+    reconnect_grace: float = RECONNECT_GRACE
+    """Seconds a racer whose connection dropped mid-race has to resume before it is
+    counted out (resigned), so that a racer who quits holds the race up for this long, not
+    for the whole time limit (every race the server opens gets it)."""
     rate_per_second: float = 20.0
     """Messages a connection may send per second, sustained..."""
     rate_burst: int = 40

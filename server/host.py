@@ -218,10 +218,11 @@ class RaceHost:
 
     def presence_changed(self) -> None:
         """A racer's connection dropped or came back during the race: everyone gets a
-        fresh snapshot (its ``connected`` flags), at most one per :data:`PRESENCE_INTERVAL`
+        fresh snapshot (its ``connected`` flag and ``out_at``), at most one per
+        :data:`PRESENCE_INTERVAL`
         (a snapshot lists every racer: in a big race a burst of reconnects must not send
         one each)."""
-        if self.race.phase is not core.Phase.RUNNING or self._closed:
+        if self.race.phase not in (core.Phase.COUNTDOWN, core.Phase.RUNNING) or self._closed:
             return
         if self._presence_timer is not None:
             return
@@ -230,7 +231,7 @@ class RaceHost:
 
     def _send_presence(self) -> None:
         self._presence_timer = None
-        if self.race.phase is not core.Phase.RUNNING:
+        if self.race.phase not in (core.Phase.COUNTDOWN, core.Phase.RUNNING):
             return  # the finish sends its own snapshot
         self._last_presence = self._loop.time()
         now = self._clock()

@@ -85,9 +85,11 @@ from server.race import (
     Place,
     Race,
     RaceOptions,
+    Reconnect,
     Resign,
     SetReady,
     Start,
+    StartCountdown,
     Tick,
 )
 
@@ -247,6 +249,8 @@ _COMMAND_KINDS: dict[str, type[Command]] = {
     "place": Place,
     "resign": Resign,
     "disconnect": Disconnect,
+    "reconnect": Reconnect,
+    "countdown": StartCountdown,
 }
 _KIND_OF = {kind: name for name, kind in _COMMAND_KINDS.items()}
 _FIELD_NAMES = {

@@ -23,8 +23,11 @@ def optional_millis(seconds: float | None) -> int | None:
     return None if seconds is None else millis(seconds)
 
 
-def race_options(wire: protocol.RaceOptions, progress_interval: float) -> core.RaceOptions:
-    """The race core's options for the options a host sent (``ValueError`` if out of range)."""
+def race_options(
+    wire: protocol.RaceOptions, progress_interval: float, reconnect_grace: float
+) -> core.RaceOptions:
+    """The race core's options for the options a host sent, with the server's own settings
+    (``ValueError`` if out of range)."""
     return core.RaceOptions(
         max_racers=wire.max_racers,
         min_racers=wire.min_racers,
@@ -36,6 +39,7 @@ def race_options(wire: protocol.RaceOptions, progress_interval: float) -> core.R
         auto_start=wire.auto_start,
         countdown=float(wire.countdown),
         progress_interval=progress_interval,
+        reconnect_grace=reconnect_grace,
     )
 
 
@@ -54,13 +58,13 @@ def options_message(options: core.RaceOptions) -> protocol.RaceOptions:
     )
 
 
-def progress_entry(line: core.ProgressLine, started: bool) -> protocol.ProgressEntry:
+def progress_entry(line: core.ProgressLine) -> protocol.ProgressEntry:
     """One racer's progress line."""
     return protocol.ProgressEntry(
         racer=line.racer_id,
         name=line.name,
         bot=line.bot,
-        status=RacerStatus(line.status) if started else RacerStatus.WAITING,
+        status=RacerStatus(line.status),
         cards_played=line.cards_played,
         face_up=line.face_up,
         face_down=line.face_down,
@@ -93,12 +97,13 @@ def snapshot_message(
                 bot=r.bot,
                 ready=r.ready,
                 connected=connected(r.racer_id),
+                out_at=optional_millis(r.out_at),
             )
             for r in snapshot.racers
         ),
         spectators=spectators,
         server_time=millis(snapshot.now),
-        progress=tuple(progress_entry(line, True) for line in progress) if started else (),
+        progress=tuple(progress_entry(line) for line in progress) if started else (),
         you=you,
         starts_at=optional_millis(snapshot.countdown_ends_at),
         started_at=optional_millis(snapshot.started_at),
@@ -177,7 +182,7 @@ def event_message(race_id: str, event: core.Event, now: float) -> ServerMessage 
         case core.Progress(lines):
             return protocol.Progress(
                 race=race_id,
-                racers=tuple(progress_entry(line, True) for line in lines),
+                racers=tuple(progress_entry(line) for line in lines),
                 server_time=millis(now),
             )
         case core.Boards():

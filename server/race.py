@@ -23,7 +23,7 @@ from __future__ import annotations
 import secrets
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -48,6 +48,15 @@ LOBBY_SNAPSHOT_RACERS = 50
 #: At most this many boards go to spectators per progress flush (the rest follow in the
 #: next flushes; see :meth:`Race._boards_to_show`).
 BOARDS_PER_FLUSH = 100
+
+#: Progress lines swept per flush for counts the count line has made stale (see
+#: :meth:`Race._sweep_stale_lines`).
+LINES_SWEPT_PER_FLUSH = 100
+
+#: Seconds a racer whose connection dropped mid-race has to resume before it is counted
+#: out (resigned) and the race goes on without it. The server's default
+#: (``ServerConfig.reconnect_grace``) is this one.
+RECONNECT_GRACE = 60.0
 
 #: Where races get their seeds; tests inject a fixed one.
 SeedSource = Callable[[], str]
@@ -109,6 +118,9 @@ class RaceOptions:
     countdown: float = 5.0
     progress_interval: float = 0.1
     """At most one progress update per this many seconds, each carrying what changed."""
+    reconnect_grace: float = RECONNECT_GRACE
+    """Seconds a racer whose connection dropped mid-race may take to resume; then it is
+    counted out (resigned) and the race goes on without it."""
 
     def __post_init__(self) -> None:
         checks: tuple[tuple[str, float, float, float], ...] = (
@@ -117,6 +129,7 @@ class RaceOptions:
             ("time_limit", self.time_limit, 1, 86400),
             ("countdown", self.countdown, 0, 60),
             ("progress_interval", self.progress_interval, 0, 10),
+            ("reconnect_grace", self.reconnect_grace, 0, 3600),
         )
         for name, value, low, high in checks:
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -140,6 +153,7 @@ class RaceOptions:
             "auto_start": self.auto_start,
             "countdown": self.countdown,
             "progress_interval": self.progress_interval,
+            "reconnect_grace": self.reconnect_grace,
         }
 
     @classmethod
@@ -178,6 +192,9 @@ class RacerInfo:
     name: str
     bot: bool
     ready: bool
+    out_at: float | None = None
+    """When this racer, absent since its connection dropped mid-race, is counted out
+    unless it comes back first; ``None`` while it is there (or its game is over)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +246,8 @@ class ProgressLine:
     name: str
     bot: bool
     status: str
-    """``racing``, or a :class:`~protocol.result.RacerOutcome` value."""
+    """``waiting`` before the start, then ``racing``, or a
+    :class:`~protocol.result.RacerOutcome` value."""
     cards_played: int
     face_up: int
     face_down: int
@@ -356,13 +374,30 @@ class Resign:
 
 
 @dataclass(frozen=True, slots=True)
+class StartCountdown:
+    """Count down to the start now, whoever is seated (tournaments deal their races so):
+    the countdown cannot be cancelled, and nobody joins or leaves before the start."""
+
+
+@dataclass(frozen=True, slots=True)
 class Disconnect:
-    """A racer's connection dropped."""
+    """A racer's connection dropped: before the start its seat is freed; afterwards it has
+    ``reconnect_grace`` seconds to come back before it is counted out."""
 
     racer_id: str
 
 
-Command = Join | Leave | SetReady | Start | Tick | Place | Resign | Disconnect
+@dataclass(frozen=True, slots=True)
+class Reconnect:
+    """A racer's connection came back (it resumed its session)."""
+
+    racer_id: str
+
+
+Command = (
+    Join | Leave | SetReady | Start | StartCountdown | Tick | Place | Resign | Disconnect
+    | Reconnect
+)
 
 
 # -------------------------------------------------------------------- race
@@ -379,8 +414,16 @@ class _Racer:
     finish_time: float | None = None
     shown: Game | None = None
     """The board as spectators last saw it, advanced move by move behind the fog."""
+    out_at: float | None = None
+    """While the racer is away mid-race: when it is counted out."""
+    counts: bytearray = field(default_factory=lambda: bytearray(2))
+    """Face-up and face-down tops after each move (two bytes a move, from move 0), so a
+    progress line can show them as of the count line (see :meth:`Race._line`)."""
+    line_stage: int = 0
+    """The move the counts of the racer's last progress line were as of."""
 
     def progress(self) -> ProgressLine:
+        """The racer's line as it stands (its own, or once nothing is hidden)."""
         game = self.game
         return ProgressLine(
             racer_id=self.racer_id,
@@ -393,6 +436,27 @@ class _Racer:
             score=game.score,
             finish_time=self.finish_time,
             reason=game.loss_reason,
+        )
+
+    def progress_as_of(self, stage: int) -> ProgressLine:
+        """The racer's line with its counts after its first ``stage`` moves (fewer than it
+        has played). Its cards played are live (they are what the racer did). That play
+        ended its game, and how (won or lost, score, reason, finish time), is held back:
+        it says something of the cards after ``stage``. A resignation or a time-out is
+        the racer's choice or the clock's, and shows as it happens."""
+        outcome = self.outcome
+        ended_by_choice = outcome is RacerOutcome.RESIGNED or outcome is RacerOutcome.TIMED_OUT
+        return ProgressLine(
+            racer_id=self.racer_id,
+            name=self.name,
+            bot=self.bot,
+            status=outcome.value if outcome is not None and ended_by_choice else "racing",
+            cards_played=self.game.cards_played,
+            face_up=self.counts[2 * stage],
+            face_down=self.counts[2 * stage + 1],
+            score=None,
+            finish_time=self.finish_time if ended_by_choice else None,
+            reason=None,
         )
 
     def card_to_place(self) -> CardToPlace | None:
@@ -489,6 +553,21 @@ class Race:
         """Other races dealt the same seed now, if any: see :class:`SharedDeal`."""
         self._hold_checked_at: float | None = None
         """Last time the shared deal held back this race's finish (every racer done)."""
+        self._racing_by_drawn = [0] * (len(self._stock) + 2)
+        """Racers still racing, by the number of cards they have drawn (kept up to date
+        move by move, so the fewest drawn is known without reading every racer)."""
+        self._fewest_drawn = 0
+        """Where :meth:`drawn_by_all` last found a racer (the fewest only ever grows)."""
+        self._swept_line: int | None = 0
+        """The count line at the last flush: when it moves, lines shown as of an older one
+        are swept (see :meth:`_sweep_stale_lines`)."""
+        self._sweep_left = 0
+        self._sweep_cursor = 0
+        self._absent: dict[str, float] = {}
+        """Racers away mid-race, with when each is counted out."""
+        self._next_out_at = float("inf")
+        self._seats_locked = False
+        """Set by :class:`StartCountdown`: the countdown runs whoever comes and goes."""
 
     # ------------------------------------------------------------- reading
 
@@ -512,8 +591,10 @@ class Race:
     @property
     def is_open(self) -> bool:
         """Whether a new racer may join now."""
-        return self.phase in (Phase.LOBBY, Phase.COUNTDOWN) and (
-            len(self._racers) < self.options.max_racers
+        return (
+            self.phase in (Phase.LOBBY, Phase.COUNTDOWN)
+            and not self._seats_locked
+            and len(self._racers) < self.options.max_racers
         )
 
     @property
@@ -522,18 +603,27 @@ class Race:
         return None if self.started_at is None else self.started_at + self.options.time_limit
 
     @property
-    def fog_line(self) -> int | None:
+    def count_line(self) -> int | None:
         """How many cards every racer still racing has drawn; ``None`` when nothing is hidden.
+
+        Progress lines show a racer's counts after its first ``count_line`` moves at most
+        (see :meth:`_line`), so no racer still racing learns from a rival's counts anything
+        of a card it has not drawn. In a shared deal the line is the whole deal's.
+        """
+        if self.shared_deal is not None:
+            return self.shared_deal.drawn_by_all()
+        return self.drawn_by_all()
+
+    @property
+    def fog_line(self) -> int | None:
+        """How many moves of each board spectators may see: the :attr:`count_line`, or
+        ``None`` when the race shows boards as they are (``fog=False``).
 
         Spectators see a board's first ``fog_line`` moves at most. In a shared deal the
         line is the whole deal's, so watching one race never shows what another's racers
         have yet to draw.
         """
-        if not self.options.fog:
-            return None
-        if self.shared_deal is not None:
-            return self.shared_deal.drawn_by_all()
-        return self.drawn_by_all()
+        return self.count_line if self.options.fog else None
 
     def drawn_by_all(self) -> int | None:
         """The fewest cards drawn by a racer of this race still racing: 0 before the
@@ -544,7 +634,11 @@ class Race:
             return 0
         if not self._still_racing:
             return None
-        return min(r.game.cards_played + 1 for r in self._racers.values() if r.outcome is None)
+        by_drawn, fewest = self._racing_by_drawn, self._fewest_drawn
+        while not by_drawn[fewest]:
+            fewest += 1
+        self._fewest_drawn = fewest
+        return fewest
 
     def share_deal(self, deal: SharedDeal) -> None:
         """Join the other races dealt this seed now (before any command is applied)."""
@@ -562,8 +656,10 @@ class Race:
             times.append(self.ends_at or 0.0)
             if self._hold_checked_at is not None:
                 times.append(self._hold_checked_at + HELD_FINISH_POLL)
-            if self._dirty or self._boards_behind:
+            if self._dirty or self._boards_behind or self._sweep_left:
                 times.append(self._last_flush + self.options.progress_interval)
+            if self._absent:
+                times.append(self._next_out_at)
         return min(times) if times else None
 
     def snapshot(self, now: float) -> RaceSnapshot:
@@ -575,7 +671,8 @@ class Race:
             options=self.options,
             commitment=self.commitment,
             racers=tuple(
-                RacerInfo(r.racer_id, r.name, r.bot, r.ready) for r in self._racers.values()
+                RacerInfo(r.racer_id, r.name, r.bot, r.ready, r.out_at)
+                for r in self._racers.values()
             ),
             now=now,
             countdown_ends_at=self.countdown_ends_at if self.phase is Phase.COUNTDOWN else None,
@@ -584,8 +681,10 @@ class Race:
         )
 
     def progress_lines(self) -> tuple[ProgressLine, ...]:
-        """Every racer's progress, in joining order."""
-        return tuple(r.progress() for r in self._racers.values())
+        """Every racer's progress as everyone may see it (see :meth:`_line`), in joining
+        order."""
+        line = self.count_line
+        return tuple(self._line(racer, line) for racer in self._racers.values())
 
     def racer_view(self, racer_id: str, now: float) -> list[Send]:
         """Everything racer ``racer_id`` needs to (re)build its screen: state, own board,
@@ -637,18 +736,22 @@ class Race:
                 return self.set_ready(racer_id, ready, now)
             case Start():
                 return self.start(now)
+            case StartCountdown():
+                return self.start_countdown(now)
             case Tick():
                 return self.tick(now)
             case Resign(racer_id):
                 return self.resign(racer_id, now)
             case Disconnect(racer_id):
                 return self.disconnect(racer_id, now)
+            case Reconnect(racer_id):
+                return self.reconnect(racer_id, now)
 
     def join(self, racer_id: str, name: str, bot: bool, now: float) -> list[Send]:
         """Add a racer before the start; may begin the countdown or, when full, start."""
         if racer_id in self._racers:
             raise RaceError(RaceErrorCode.ALREADY_JOINED, "you are already in this race")
-        if self.phase not in (Phase.LOBBY, Phase.COUNTDOWN):
+        if self.phase not in (Phase.LOBBY, Phase.COUNTDOWN) or self._seats_locked:
             raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
         if len(self._racers) >= self.options.max_racers:
             raise RaceError(RaceErrorCode.RACE_FULL, "this race is full")
@@ -660,7 +763,7 @@ class Race:
     def leave(self, racer_id: str, now: float) -> list[Send]:
         """Leave the race: before the start the seat is freed, afterwards it is a resignation."""
         self._racer(racer_id)
-        if self.phase in (Phase.RUNNING, Phase.FINISHED):
+        if self.phase in (Phase.RUNNING, Phase.FINISHED) or self._seats_locked:
             return self.resign(racer_id, now)
         del self._racers[racer_id]
         self.revision += 1
@@ -681,7 +784,9 @@ class Race:
             raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
         self.phase = Phase.RUNNING
         self.started_at = now
-        self._still_racing = len(self._racers)
+        # Everyone holds the first card, but who resigned in a locked countdown.
+        self._still_racing = sum(1 for racer in self._racers.values() if racer.outcome is None)
+        self._racing_by_drawn[1] = self._still_racing
         self.revision += 1
         self._last_flush = now
         sends = [Send(Audience.EVERYONE, Started(now)), self._changed(now)]
@@ -693,8 +798,23 @@ class Race:
         sends.extend(self._finish_if_done(now))
         return sends
 
+    def start_countdown(self, now: float) -> list[Send]:
+        """Count down to the start whoever is seated, and let nobody join or leave until
+        then (tournaments seat their entrants, then count down like any race)."""
+        if self.phase not in (Phase.LOBBY, Phase.COUNTDOWN) or self._seats_locked:
+            raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
+        self._seats_locked = True
+        self.revision += 1
+        if self.options.countdown <= 0:
+            return self.start(now)
+        self.phase = Phase.COUNTDOWN
+        self.countdown_ends_at = now + self.options.countdown
+        return [self._changed(now)]
+
     def tick(self, now: float) -> list[Send]:
-        """Let time pass: end the countdown, flush due progress, apply the time limit."""
+        """Let time pass: end the countdown, flush due progress, count out racers away
+        too long, apply the time limit."""
+        self._count_out_absent(now)
         counted_down = self.countdown_ends_at is not None and now >= self.countdown_ends_at
         if self.phase is Phase.COUNTDOWN and counted_down:
             return self.start(now)
@@ -707,12 +827,11 @@ class Race:
             self.revision += 1
             for racer in self._racers.values():
                 if racer.outcome is None:
-                    racer.outcome = RacerOutcome.TIMED_OUT
+                    self._stop_racing(racer, RacerOutcome.TIMED_OUT, None)
                     self._dirty[racer.racer_id] = None
-            self._still_racing = 0
         if not self._still_racing:
             return self._finish_if_done(now)
-        if (self._dirty or self._boards_behind) and (
+        if (self._dirty or self._boards_behind or self._sweep_left) and (
             now >= self._last_flush + self.options.progress_interval
         ):
             return self._flush(now)
@@ -724,6 +843,7 @@ class Race:
         A move number already applied is answered again with what it did, and nothing
         changes: that makes a retry after a reconnect safe.
         """
+        self._count_out_absent(now)
         racer = self._racer(racer_id)
         if move_number >= 1 and move_number <= racer.game.cards_played:
             return self._answer_again(racer, move_number)
@@ -733,19 +853,23 @@ class Race:
             raise RaceError(
                 RaceErrorCode.MOVE_NUMBER, f"the next move is number {expected}, not {move_number}"
             )
-        card = racer.game.card
+        game = racer.game
+        card = game.card
         assert card is not None  # a racer with no outcome is still playing
         try:
-            events = racer.game.play(position)
+            events = game.play(position)
         except IllegalMove as error:
             raise RaceError(RaceErrorCode.ILLEGAL_MOVE, str(error)) from None
         self.revision += 1
-        if racer.game.status is not Status.PLAYING:
-            racer.outcome = (
-                RacerOutcome.WON if racer.game.status is Status.WON else RacerOutcome.LOST
-            )
-            self._still_racing -= 1
-            racer.finish_time = now - (self.started_at or now)
+        racer.counts.append(game.face_up)
+        racer.counts.append(game.face_down)
+        if game.status is not Status.PLAYING:
+            outcome = RacerOutcome.WON if game.status is Status.WON else RacerOutcome.LOST
+            self._stop_racing(racer, outcome, now - (self.started_at or now))
+        else:
+            by_drawn = self._racing_by_drawn
+            by_drawn[move_number] -= 1  # it had drawn move_number cards, and draws one more
+            by_drawn[move_number + 1] += 1
         flips = tuple(e for e in events if isinstance(e, Flipped))
         line = racer.progress()
         accepted = MoveAccepted(
@@ -760,20 +884,52 @@ class Race:
         return sends
 
     def resign(self, racer_id: str, now: float) -> list[Send]:
-        """Give up: the racer stops, and is ranked with what it has."""
+        """Give up: the racer stops, and is ranked with what it has. In a countdown that
+        cannot be cancelled (:class:`StartCountdown`) the seat stays, resigned from the
+        start."""
+        self._count_out_absent(now)
         racer = self._racer(racer_id)
+        if self._seats_locked and self.phase is Phase.COUNTDOWN and racer.outcome is None:
+            racer.outcome, racer.finish_time = RacerOutcome.RESIGNED, 0.0
+            if racer.out_at is not None:
+                self._forget_absence(racer)
+            self.revision += 1
+            return []
         self._check_racing(racer, now)
-        racer.outcome = RacerOutcome.RESIGNED
-        self._still_racing -= 1
+        self._stop_racing(racer, RacerOutcome.RESIGNED, now - (self.started_at or now))
         self.revision += 1
-        racer.finish_time = now - (self.started_at or now)
         self._dirty[racer_id] = None
         return self._after_progress(now)
 
     def disconnect(self, racer_id: str, now: float) -> list[Send]:
-        """The racer's connection dropped: before the start it leaves; after, it may resume."""
-        if racer_id in self._racers and self.phase in (Phase.LOBBY, Phase.COUNTDOWN):
+        """The racer's connection dropped. Before the start its seat is freed (a lobby
+        does not wait for the departed), unless the seats are locked. Once seated for good,
+        a racer still playing is *away*: it is counted out (resigned, at that moment)
+        ``reconnect_grace`` seconds from now unless it comes back first, so a racer who
+        quits holds the others up for the grace, not for the whole time limit."""
+        self._count_out_absent(now)
+        racer = self._racers.get(racer_id)
+        if racer is None or self.phase is Phase.FINISHED:
+            return []
+        if self.phase is Phase.LOBBY or (self.phase is Phase.COUNTDOWN and not self._seats_locked):
             return self.leave(racer_id, now)
+        if racer.outcome is not None or racer.out_at is not None:
+            return []
+        racer.out_at = out_at = now + self.options.reconnect_grace
+        self._absent[racer_id] = out_at
+        self._next_out_at = min(self._next_out_at, out_at)
+        self.revision += 1
+        return []
+
+    def reconnect(self, racer_id: str, now: float) -> list[Send]:
+        """The racer's connection is back: if it was away and not yet counted out, it
+        races on as before."""
+        self._count_out_absent(now)
+        racer = self._racers.get(racer_id)
+        if racer is None or racer.out_at is None:
+            return []
+        self._forget_absence(racer)
+        self.revision += 1
         return []
 
     def add_spectator(self) -> None:
@@ -785,6 +941,44 @@ class Race:
         self._spectators = max(0, self._spectators - 1)
 
     # ------------------------------------------------------------ internal
+
+    def _stop_racing(
+        self, racer: _Racer, outcome: RacerOutcome, finish_time: float | None
+    ) -> None:
+        """End ``racer``'s game with ``outcome`` (it was still racing)."""
+        racer.outcome = outcome
+        racer.finish_time = finish_time
+        self._still_racing -= 1
+        # Every card placed was drawn; a game stopped before its end held one more.
+        ended_by_play = outcome is RacerOutcome.WON or outcome is RacerOutcome.LOST
+        self._racing_by_drawn[racer.game.cards_played + (0 if ended_by_play else 1)] -= 1
+        if racer.out_at is not None:
+            self._forget_absence(racer)
+
+    def _forget_absence(self, racer: _Racer) -> None:
+        racer.out_at = None
+        del self._absent[racer.racer_id]
+        self._next_out_at = min(self._absent.values(), default=float("inf"))
+
+    def _count_out_absent(self, now: float) -> None:
+        """Count out (as resigned) every racer away since longer than the grace.
+
+        Called before every command, not only by the clock: a racer's time out is a
+        deadline, so the race is the same whether the clock's tick or the next command
+        (when the journal is replayed, there are no ticks) comes first. Its finish time
+        is its deadline's, whenever that is noticed.
+        """
+        if not self._absent or now < self._next_out_at or self.phase is not Phase.RUNNING:
+            return
+        started_at = self.started_at or now
+        ends_at = self.ends_at or float("inf")
+        for racer_id, out_at in list(self._absent.items()):
+            if out_at <= now and out_at < ends_at:  # at the limit, the limit times it out
+                racer = self._racers[racer_id]
+                finish = max(out_at, started_at) - started_at
+                self._stop_racing(racer, RacerOutcome.RESIGNED, finish)
+                self._dirty[racer_id] = None
+                self.revision += 1
 
     def _check_racing(self, racer: _Racer, now: float) -> None:
         """Refuse a move or resignation unless the racer is still playing in time."""
@@ -813,10 +1007,14 @@ class Race:
         racers = list(self._racers.values())
         enough = len(racers) >= self.options.min_racers
         willing = self.options.auto_start or all(r.ready for r in racers)
-        if len(racers) == self.options.max_racers and willing:
+        # A quick race starts the moment it is full; one that waits for everyone to be
+        # ready counts down once they are, full or not (the countdown is what they agreed to).
+        if len(racers) == self.options.max_racers and self.options.auto_start:
             return self.start(now)
         phase = self.phase
-        if enough and willing:
+        if self._seats_locked:
+            pass  # counting down to a start nobody can hold off
+        elif enough and willing:
             if self.phase is Phase.LOBBY:
                 self.phase = Phase.COUNTDOWN
                 self.countdown_ends_at = now + self.options.countdown
@@ -892,21 +1090,68 @@ class Race:
             return self._flush(now) if first_hold else []
         return self._finish(now)
 
-    def _flush(self, now: float, *, every_board: bool = False) -> list[Send]:
-        """Send the progress that changed, and the boards spectators may now see (all of
-        them with ``every_board``, for the finish: no flush follows it)."""
+    def _line(self, racer: _Racer, line: int | None) -> ProgressLine:
+        """``racer``'s progress line as everyone may see it while ``line`` (the
+        :attr:`count_line`) holds: its counts after its first ``line`` moves at most, so
+        that they say nothing of a card some racer still racing has not drawn. Its cards
+        played are live (see :meth:`_Racer.progress_as_of` for the rest)."""
+        if self.phase is Phase.LOBBY or self.phase is Phase.COUNTDOWN:
+            waiting = racer.progress()
+            waiting.status = "waiting"
+            return waiting
+        if line is None or racer.game.cards_played <= line:
+            return racer.progress()
+        return racer.progress_as_of(line)
+
+    def _flush(self, now: float, *, boards: bool = True) -> list[Send]:
+        """Send the progress lines that changed, and (unless not ``boards``) the boards
+        spectators may now see."""
         self._last_flush = now
-        lines = tuple(
-            line or self._racers[racer_id].progress() for racer_id, line in self._dirty.items()
-        )
+        line = self.count_line
+        if line != self._swept_line:
+            self._swept_line = line
+            self._sweep_left = len(self._racers)
+        if self._sweep_left:
+            self._sweep_stale_lines(line)
+        racers, shown = self._racers, []
+        for racer_id, built in self._dirty.items():
+            racer = racers[racer_id]
+            played = racer.game.cards_played
+            stage = racer.line_stage = played if line is None or played <= line else line
+            # A move builds its racer's live line for its answer: reused when not behind.
+            reuse = built is not None and stage == played
+            shown.append(built if reuse and built is not None else self._line(racer, line))
         self._dirty.clear()
-        sends = [Send(Audience.EVERYONE, Progress(lines))] if lines else []
-        if self._spectators:
-            fog = self.fog_line  # once per flush: computing it reads every racer
-            boards = self._boards_to_show(fog, None if every_board else BOARDS_PER_FLUSH)
-            if boards:
-                sends.append(Send(Audience.SPECTATORS, Boards(boards, fog)))
+        sends = [Send(Audience.EVERYONE, Progress(tuple(shown)))] if shown else []
+        if self._spectators and boards:
+            fog = line if self.options.fog else None
+            shown_boards = self._boards_to_show(fog, BOARDS_PER_FLUSH)
+            if shown_boards:
+                sends.append(Send(Audience.SPECTATORS, Boards(shown_boards, fog)))
         return sends
+
+    def _sweep_stale_lines(self, line: int | None) -> None:
+        """Mark for sending the lines last shown as of an older count line than ``line``
+        now allows: at most :data:`LINES_SWEPT_PER_FLUSH` racers looked at per flush.
+
+        When the count line moves, every racer ahead of it has counts to show as of the
+        new line. Most of them move before the next update anyway (a move sends its
+        line); the sweep catches those that do not (a racer thinking, or one whose game
+        ended ahead of the line, whose end may now be shown), a hundred per update, so
+        that no update of a big race carries every line at once.
+        """
+        racers = list(self._racers.values())
+        count, dirty = len(racers), self._dirty
+        scan = min(LINES_SWEPT_PER_FLUSH, self._sweep_left, count)
+        start = self._sweep_cursor % count if count else 0
+        for index in range(start, start + scan):
+            racer = racers[index % count]
+            played = racer.game.cards_played
+            due = played if line is None or played <= line else line
+            if racer.line_stage < due and racer.racer_id not in dirty:
+                dirty[racer.racer_id] = None
+        self._sweep_cursor = start + scan
+        self._sweep_left = max(0, self._sweep_left - scan) if count else 0
 
     def _boards_to_show(self, fog: int | None, limit: int | None) -> tuple[BoardView, ...]:
         """The boards spectators may now see more of: at most ``limit``
@@ -964,8 +1209,17 @@ class Race:
             started_at=round((self.started_at or now) * 1000),
             ended_at=round(now * 1000),
         )
-        sends = self._flush(now, every_board=True)
+        # Nothing is hidden any more: every line held back shows as it is.
+        for racer in self._racers.values():
+            if racer.line_stage < racer.game.cards_played:
+                self._dirty.setdefault(racer.racer_id, None)
+        self._sweep_left = 0
+        sends = self._flush(now, boards=False)
         sends.append(Send(Audience.EVERYONE, RaceFinished(self.result)))
+        if self._spectators:
+            # After the result, as the protocol says: every board, whole.
+            every_board = tuple(board_view(r.racer_id, r.game) for r in self._racers.values())
+            sends.append(Send(Audience.SPECTATORS, Boards(every_board, None)))
         sends.append(self._changed(now))
         return sends
 

@@ -69,7 +69,7 @@ from typing import Any
 from engine import Ruleset
 from protocol.result import RaceResult, RacerOutcome, RacerResult, standing_key
 from protocol.tournament import EntrantState, TournamentFormat, TournamentStatus
-from server.race import RaceOptions
+from server.race import RECONNECT_GRACE, RaceOptions
 
 SeedSource = Callable[[], str | None]
 """Where tournament races get their seeds; the shell injects one per seed policy. It answers
@@ -142,9 +142,12 @@ class TournamentSettings:
         if self.seed_policy not in ("random", "winnable"):
             raise ValueError(f"seed_policy must be random or winnable, not {self.seed_policy!r}")
 
-    def race_options(self, racers: int) -> RaceOptions:
-        """The options of one tournament race of ``racers`` entrants: private, started by
-        the shell once every entrant is seated."""
+    def race_options(
+        self, racers: int, *, countdown: float = 0.0, reconnect_grace: float = RECONNECT_GRACE
+    ) -> RaceOptions:
+        """The options of one tournament race of ``racers`` entrants: private, counted down
+        by the shell once every entrant is seated (``countdown`` and ``reconnect_grace``
+        are the server's, the same as every race's)."""
         return RaceOptions(
             max_racers=max(racers, 1),
             min_racers=1,
@@ -152,7 +155,8 @@ class TournamentSettings:
             ruleset=self.ruleset,
             public=False,
             auto_start=False,
-            countdown=0,
+            countdown=countdown,
+            reconnect_grace=reconnect_grace,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -398,7 +398,11 @@ class TournamentDesk:
     def _hold(self, tournament: Tournament, order: RaceOrdered) -> None:
         """Create the race ``order`` asks for, seat its entrants, and start it."""
         server = self.server
-        options = tournament.settings.race_options(len(order.entrants))
+        options = tournament.settings.race_options(
+            len(order.entrants),
+            countdown=server.config.quick_countdown,
+            reconnect_grace=server.config.reconnect_grace,
+        )
         # One of the server's own race hosts, so that resumes and spectators find it.
         host = server.open_race(
             options, seed=order.seed, race_id=order.race_id, tournament_id=tournament.tournament_id
@@ -414,7 +418,8 @@ class TournamentDesk:
         )
 
     def _seat_and_start(self, tournament: Tournament, order: RaceOrdered, host: RaceHost) -> None:
-        """Seat the entrants of ``order`` not yet in its race, then start the race."""
+        """Seat the entrants of ``order`` not yet in its race, then count down to its start
+        (the countdown every race has: nobody is dropped into a race already running)."""
         for entrant_id in order.entrants:
             session = self.server.sessions.get(entrant_id)
             if session is not None:
@@ -422,7 +427,7 @@ class TournamentDesk:
             if not host.race.has_racer(entrant_id):
                 entrant = tournament.entrants[entrant_id]
                 host.apply(core.Join(entrant_id, entrant.name, entrant.bot))
-        host.apply(core.Start())
+        host.apply(core.StartCountdown())
 
     # ------------------------------------------------------------ internal
 

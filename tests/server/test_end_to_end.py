@@ -279,13 +279,16 @@ async def test_a_spectator_sees_boards_behind_the_fog_during_the_race_and_all_af
     await bob.send(Resign(race=race, id=bob.next_id()))
     await play(ann, race, WON_MOVES[8:], first=9)
     await watcher.expect(RaceFinished)
+    # Then, as the protocol says, a last board holding every board in full.
+    last = await watcher.receive()
+    assert isinstance(last, Boards) and last.fog_line is None
+    assert {board.racer: board.shown for board in last.boards} == {
+        ann.racer_id: len(WON_MOVES), bob.racer_id: 2,
+    }
     boards = [m for m in watcher.received if isinstance(m, Boards)]
-    during = boards[:-1]
-    for message in during:
+    for message in boards[:-1]:
         fog = message.fog_line if message.fog_line is not None else 40
         assert all(board.shown <= fog for board in message.boards)
-    latest = {board.racer: board.shown for b in boards for board in b.boards}
-    assert latest[ann.racer_id] == len(WON_MOVES)
     for racer in (ann, bob):
         racer.assert_nothing_undrawn(STOCK)
     # A resume token travels once, in its owner's welcome, and nowhere else.

@@ -11,14 +11,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import server.race as race_module
-from engine import Card, Game, deal
+from engine import Card, Game, deal, replay
+from protocol import encode
 from protocol.result import RacerOutcome, verify_result
+from server.outgoing import event_message, snapshot_message
 from server.race import (
     Audience,
     Boards,
     CardToPlace,
+    Command,
+    Join,
     MoveAccepted,
     Phase,
+    Place,
     Progress,
     Race,
     RaceChanged,
@@ -26,8 +31,10 @@ from server.race import (
     RaceErrorCode,
     RaceFinished,
     RaceOptions,
+    Resign,
     Send,
     SharedDeal,
+    Tick,
 )
 from tests.server.known_games import LOST_SEED, WON_SEED, conformance_game
 
@@ -308,8 +315,8 @@ def test_a_flush_shows_a_bounded_number_of_boards_and_the_rest_follow_in_turn(
               for flush in flushes for b in flush for board in b.boards}
     assert latest == {"p0": 2, "p1": 2, "p2": 2, "p3": 2, "p4": 1}
     assert race.next_deadline() == race.ends_at  # nothing more to flush
-    # Moves behind the fog line (p4 still holds it at 2) show at the finish, every board
-    # in full at once, past the limit: no flush follows the finish.
+    # Moves behind the fog line (p4 still holds it at 2) show at the finish, after the
+    # result: every board in full at once, past the limit (no flush follows the finish).
     sends: list[Send] = []
     for racer in ("p0", "p1", "p2", "p3"):
         for number, move in enumerate(moves[2:4], start=3):
@@ -320,8 +327,10 @@ def test_a_flush_shows_a_bounded_number_of_boards_and_the_rest_follow_in_turn(
     assert phase(race) is Phase.FINISHED
     final = spectator_boards(sends)[-1]
     assert {board.racer_id: board.cards_played for board in final.boards} == {
-        "p0": 4, "p1": 4, "p2": 4, "p3": 4
+        "p0": 4, "p1": 4, "p2": 4, "p3": 4, "p4": 1
     }
+    kinds = [type(send.event) for send in sends]
+    assert kinds.index(RaceFinished) < len(kinds) - 1 - kinds[::-1].index(Boards)
 
 
 def test_without_fog_spectators_see_every_move_at_once() -> None:
@@ -429,3 +438,201 @@ def test_races_sharing_a_deal_share_the_fog_and_hold_back_their_results() -> Non
     assert isinstance(finished, RaceFinished) and finished.result.seed == WON_SEED
     latest = {board.racer_id: board for b in spectator_boards(sends) for board in b.boards}
     assert latest["a0"].cards_played == len(moves)
+
+
+def as_bytes(race: Race, send: Send, now: float) -> bytes | None:
+    """The bytes the shell would send for ``send`` (``None`` for events it does not send)."""
+    event = send.event
+    if isinstance(event, RaceChanged):
+        message = snapshot_message(event.snapshot, race.progress_lines(), 0, lambda _: True)
+        return encode(message)
+    built = event_message(race.race_id, event, now)
+    return None if built is None else encode(built)
+
+
+def addressed_to(send: Send, racer_id: str) -> bool:
+    return send.to == racer_id or send.to in (Audience.RACERS, Audience.EVERYONE)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(2, 4), st.integers(1, 24))
+def test_what_a_racer_receives_depends_only_on_the_cards_it_has_drawn(
+    rng: random.Random, racers: int, drawn_cards: int
+) -> None:
+    # Two deals alike in their first ``drawn_cards`` cards, raced move for move alike: a
+    # racer that has drawn no more than those cards must receive the same bytes in both.
+    # (Rivals' counts ahead of it would differ: the cards after differ.)
+    stock = deal("counts")
+    tail = stock[drawn_cards:]
+    rng.shuffle(tail)
+    options = RaceOptions(min_racers=1, max_racers=racers, progress_interval=0.0)
+    twins = [Race("r1", "counts", options), Race("r1", "counts", options)]
+    twins[1]._stock = stock[:drawn_cards] + tail
+    ids = [f"p{i}" for i in range(racers)]
+    observer = ids[0]
+    received: list[list[bytes]] = [[], []]
+
+    def run(command: Command, now: float) -> None:
+        for race, seen in zip(twins, received, strict=True):
+            for send in race.apply(command, now):
+                data = as_bytes(race, send, now) if addressed_to(send, observer) else None
+                if data is not None:
+                    seen.append(data)
+
+    for racer_id in ids:
+        run(Join(racer_id, racer_id, bot=False), 0.0)
+    now = 1.0
+    playing = set(ids)  # racers still commanded: the observer stays in the race, holding
+    while playing:      # card ``drawn_cards`` once it has placed those before
+        racer_id = rng.choice(sorted(playing))
+        games = [race._racers[racer_id].game for race in twins]
+        now += 0.05
+        if racer_id == observer and games[0].cards_played + 1 >= drawn_cards:
+            playing.discard(observer)  # holding card ``drawn_cards``: it stops here
+            continue
+        if racer_id != observer and rng.random() < 0.03:
+            run(Resign(racer_id), now)
+        else:
+            run(Place(racer_id, games[0].cards_played + 1, rng.choice(games[0].legal_moves())),
+                now)
+        for race in twins:
+            if race._racers[racer_id].outcome is not None:
+                playing.discard(racer_id)
+    if twins[0]._racers[observer].outcome is not None:
+        return  # its game ended within its cards: the rest of the race is no longer hidden
+    run(Tick(), now + 1.0)
+    assert received[0] == received[1]
+
+
+def test_a_rival_ahead_shows_its_counts_as_of_the_cards_everyone_racing_has_drawn() -> None:
+    race = started_race(WON_SEED)
+    _, moves = conformance_game(WON_SEED)
+    sends: list[Send] = []
+    for number, move in enumerate(moves, start=1):
+        sends += race.place("p0", number, move, now=10.0 + number)
+    # p0 has won, p1 holds its first card: p0's counts show as after one move, its cards
+    # played and its end are live, and how it ended waits.
+    (ahead,) = [line for line in race.progress_lines() if line.racer_id == "p0"]
+    after_one = replay(WON_SEED, moves[:1])
+    assert (ahead.status, ahead.cards_played, ahead.face_up, ahead.face_down) == (
+        "racing", len(moves), after_one.face_up, after_one.face_down,
+    )
+    assert ahead.score is None and ahead.finish_time is None
+    sent = [line for p in events_to(sends, Audience.EVERYONE, Progress)
+            for line in p.lines if line.racer_id == "p0"]  # type: ignore[attr-defined]
+    assert sent and all(line.status == "racing" and line.face_up <= 1 for line in sent)
+    assert race.place("p1", 1, (0, 0), now=60.0)
+    (ahead,) = [line for line in race.progress_lines() if line.racer_id == "p0"]
+    after_two = replay(WON_SEED, moves[:2])  # p1 now holds its second card
+    assert (ahead.face_up, ahead.face_down) == (after_two.face_up, after_two.face_down)
+    sends = race.resign("p1", now=61.0)
+    assert len(events_to(sends, Audience.EVERYONE, RaceFinished)) == 1
+    last = [line for p in events_to(sends, Audience.EVERYONE, Progress)
+            for line in p.lines if line.racer_id == "p0"]  # type: ignore[attr-defined]
+    assert [(line.status, line.face_up, line.score) for line in last] == [("won", 16, 2)]
+
+
+def test_a_count_line_that_moves_resends_the_lines_behind_it_a_hundred_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(race_module, "LINES_SWEPT_PER_FLUSH", 2)
+    race = started_race(options=dataclasses.replace(OPEN, max_racers=6), racers=5)
+    _, moves = conformance_game(WON_SEED)
+    before, after, p4 = (replay(WON_SEED, moves[:n]) for n in (1, 5, 4))
+    assert (before.face_up, before.face_down) != (after.face_up, after.face_down)
+    for racer in ("p0", "p1", "p2", "p3"):
+        for number, move in enumerate(moves[:6], start=1):
+            race.place(racer, number, move, now=11.0)
+    # p4 holds the count line at 1; its moves lift it to 5, and four lines show anew.
+    flushes = [race.place("p4", n, moves[n - 1], now=12.0) for n in range(1, 5)]
+    flushes += [race.tick(now=now) for now in (13.0, 14.0, 15.0)]
+    lines = [[line for p in events_to(flush, Audience.EVERYONE, Progress)
+              for line in p.lines] for flush in flushes]  # type: ignore[attr-defined]
+    assert max(len(flush) for flush in lines) <= 3  # p4's own, and two swept
+    last = {line.racer_id: (line.face_up, line.face_down) for flush in lines for line in flush}
+    assert last == {
+        **{racer: (after.face_up, after.face_down) for racer in ("p0", "p1", "p2", "p3")},
+        "p4": (p4.face_up, p4.face_down),
+    }
+    assert race.next_deadline() == race.ends_at
+
+
+def test_a_racer_away_longer_than_the_grace_is_counted_out_and_the_race_goes_on() -> None:
+    race = started_race(options=dataclasses.replace(OPEN, reconnect_grace=60.0))
+    race.place("p0", 1, (0, 0), now=12.0)
+    assert race.disconnect("p1", now=20.0) == []
+    (away,) = [r for r in race.snapshot(now=20.0).racers if r.racer_id == "p1"]
+    assert away.out_at == 80.0
+    assert race.next_deadline() == 80.0
+    race.resign("p0", now=30.0)
+    assert phase(race) is Phase.RUNNING  # p1 may still come back
+    sends = race.tick(now=80.0)
+    assert phase(race) is Phase.FINISHED
+    (finished,) = events_to(sends, Audience.EVERYONE, RaceFinished)
+    assert isinstance(finished, RaceFinished)
+    entry = {e.racer_id: e for e in finished.result.racers}["p1"]
+    assert (entry.outcome, entry.finish_time) == (RacerOutcome.RESIGNED, 70.0)
+    assert verify_result(finished.result).ok
+
+
+def test_a_racer_back_within_the_grace_races_on() -> None:
+    race = started_race(options=dataclasses.replace(OPEN, reconnect_grace=60.0))
+    race.disconnect("p1", now=20.0)
+    race.reconnect("p1", now=79.0)
+    assert all(r.out_at is None for r in race.snapshot(now=79.0).racers)
+    assert race.next_deadline() == race.ends_at
+    race.tick(now=200.0)
+    assert race.place("p1", 1, (0, 0), now=201.0)
+
+
+def test_counting_out_does_not_depend_on_the_clock_ticking() -> None:
+    # The journal replays commands without ticks: a racer counted out by a tick and one
+    # counted out by the next command end the same, at the grace's end.
+    options = dataclasses.replace(OPEN, reconnect_grace=60.0)
+    ticked, replayed = started_race(options=options), started_race(options=options)
+    for race in (ticked, replayed):
+        race.disconnect("p1", now=20.0)
+    ticked.tick(now=85.0)
+    for race in (ticked, replayed):
+        race.place("p0", 1, (0, 0), now=100.0)
+    assert ticked.progress_lines() == replayed.progress_lines()
+    assert [line.status for line in replayed.progress_lines()] == ["racing", "resigned"]
+    assert replayed._racers["p1"].finish_time == 70.0
+
+
+def test_a_countdown_nobody_can_hold_off_keeps_its_seats() -> None:
+    options = RaceOptions(max_racers=3, min_racers=1, auto_start=False, countdown=5.0)
+    race = Race("t1", WON_SEED, options)
+    for racer_id in ("a", "b", "c"):
+        race.join(racer_id, racer_id, bot=False, now=0.0)
+    (changed,) = race.start_countdown(now=1.0)
+    assert isinstance(changed.event, RaceChanged)
+    assert (phase(race), race.countdown_ends_at, race.is_open) == (Phase.COUNTDOWN, 6.0, False)
+    race.disconnect("b", now=2.0)  # away, not gone: its grace runs
+    race.leave("c", now=3.0)  # resigned from the start
+    race.set_ready("a", False, now=3.0)
+    with pytest.raises(RaceError) as refused:
+        race.join("d", "d", bot=False, now=3.0)
+    assert refused.value.code is RaceErrorCode.RACE_STARTED
+    sends = race.tick(now=6.0)
+    assert phase(race) is Phase.RUNNING and race.racer_ids == ["a", "b", "c"]
+    assert {s.to for s in sends if isinstance(s.event, CardToPlace)} == {"a", "b"}
+    assert [line.status for line in race.progress_lines()] == ["racing", "racing", "resigned"]
+
+
+def test_a_full_race_that_waits_for_everyone_ready_still_counts_down() -> None:
+    race = Race("r1", "seed", RaceOptions(max_racers=2, auto_start=False, countdown=1.0))
+    race.join("a", "ann", bot=False, now=0.0)
+    race.join("b", "bob", bot=False, now=0.0)
+    race.set_ready("a", True, now=1.0)
+    race.set_ready("b", True, now=2.0)
+    assert (phase(race), race.countdown_ends_at) == (Phase.COUNTDOWN, 3.0)
+    race.tick(now=3.0)
+    assert phase(race) is Phase.RUNNING
+
+
+def test_a_lobby_shows_its_racers_waiting() -> None:
+    race = Race("r1", "seed", OPEN)
+    race.join("a", "ann", bot=False, now=0.0)
+    progress = [e for e in race.spectator_view(now=0.0) if isinstance(e, Progress)]
+    assert [line.status for p in progress for line in p.lines] == ["waiting"]

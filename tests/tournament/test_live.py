@@ -92,6 +92,7 @@ async def test_an_arena_of_three_minutes_on_an_injected_clock(tmp_path: Path) ->
         rate_per_second=1000.0,
         rate_burst=1000,
         clock=clock,
+        quick_countdown=0.0,  # the clock stands still: no countdown would ever end
     )
     async with start_live_server(config) as live:
         assert live.server is not None
