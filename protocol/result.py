@@ -94,22 +94,35 @@ class RacerResult:
         return entry
 
 
-def standing_key(entry: RacerResult) -> tuple[int, float, float, float]:
-    """The standings rule as a sort key (smaller ranks higher).
+#: Among racers who did not win, with the same board at the end: a game played to its
+#: end ranks above one the clock stopped, and that above one given up (or left).
+_NOT_WON_ORDER = {RacerOutcome.LOST: 0, RacerOutcome.TIMED_OUT: 1, RacerOutcome.RESIGNED: 2}
+
+StandingKey = tuple[int, int, int, int, float]
+
+
+def standing_key(entry: RacerResult) -> StandingKey:
+    """The standings rule as a sort key (smaller ranks higher); racers with equal keys are
+    tied (a tournament scores no point between them).
 
     Racers who won come first, by score (stock left) descending, then finish time
-    ascending; then everyone else, by face-up cards at the end descending, then cards
-    played descending.
+    ascending. Everyone else follows, by face-up cards at the end descending, then cards
+    played descending, then how the game ended (lost, then timed out, then resigned),
+    then finish time ascending (a timed-out racer has none: it comes after). Finish times
+    count to the millisecond, the precision results are published with, so that anyone
+    ranking a published result gets the same order.
     """
+    finish = float("inf") if entry.finish_time is None else round(entry.finish_time * 1000)
     if entry.outcome is RacerOutcome.WON:
-        finish = entry.finish_time if entry.finish_time is not None else float("inf")
-        return (0, -(entry.score or 0), finish, 0)
-    return (1, -entry.face_up, -entry.cards_played, 0)
+        return (0, -(entry.score or 0), 0, 0, finish)
+    return (1, -entry.face_up, -entry.cards_played, _NOT_WON_ORDER[entry.outcome], finish)
 
 
 def rank_racers(entries: Iterable[RacerResult]) -> list[RacerResult]:
-    """The entries in standings order; ties keep their given (joining) order."""
-    return sorted(entries, key=standing_key)
+    """The entries in standings order: by :func:`standing_key`, and racers tied on it by
+    racer id, so that the order is the same whoever ranks them (never the joining order,
+    which a result does not hold)."""
+    return sorted(entries, key=lambda entry: (standing_key(entry), entry.racer_id))
 
 
 @dataclass(frozen=True, slots=True)

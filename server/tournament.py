@@ -906,26 +906,19 @@ def score_games(
     """
     race_of = {entry.racer_id: r.race_id for r in results for entry in r.racers}
     entries = [entry for r in results for entry in r.racers]
-    shown = [_scoring_key(entry) for entry in entries if not is_no_show(entry)]
+    shown = [standing_key(entry) for entry in entries if not is_no_show(entry)]
     scores = {}
     for entry in entries:
         if is_no_show(entry):
             points, outcome = 0, NO_SHOW
         else:
-            key = _scoring_key(entry)
+            key = standing_key(entry)
             points, outcome = sum(1 for other in shown if other > key), entry.outcome.value
         time = entry.finish_time if entry.finish_time is not None else time_limit
         scores[entry.racer_id] = GameScore(
             race_of[entry.racer_id], number, points, entry.score or 0, time, outcome
         )
     return scores
-
-
-def _scoring_key(entry: RacerResult) -> tuple[int, float, float, float]:
-    """The race standings rule, with finish times to the millisecond: the precision results
-    are published with, so that anyone recomputing the points from them gets the same."""
-    group, score, finish, played = standing_key(entry)
-    return (group, score, round(finish, 3), played)
 
 
 def is_no_show(entry: RacerResult) -> bool:

@@ -110,3 +110,26 @@ def test_standings_out_of_order_are_refuted(won_result: RaceResult) -> None:
 def test_malformed_records_are_refused_with_a_value_error(text: str) -> None:
     with pytest.raises(ValueError):
         RaceResult.from_json(text)
+
+
+def test_equal_boards_rank_a_game_played_out_then_one_timed_out_then_one_given_up() -> None:
+    # Nobody won and the boards are alike: whoever resigned (or left) is not first,
+    # whatever order they joined in.
+    entries = [
+        entry("resigned", RacerOutcome.RESIGNED, finish=5.0, face_up=1, played=1),
+        entry("timed-out", RacerOutcome.TIMED_OUT, face_up=1, played=1),
+        entry("lost", RacerOutcome.LOST, finish=80.0, face_up=1, played=1),
+    ]
+    assert [e.racer_id for e in rank_racers(entries)] == ["lost", "timed-out", "resigned"]
+
+
+def test_equal_boards_and_ends_rank_the_earlier_finisher_then_the_racer_id() -> None:
+    later = entry("a-later", RacerOutcome.RESIGNED, finish=9.0, face_up=2, played=3)
+    earlier = entry("b-earlier", RacerOutcome.RESIGNED, finish=4.0, face_up=2, played=3)
+    assert rank_racers([later, earlier]) == [earlier, later]
+    # Alike to the millisecond (what a result publishes): the racer id decides, so anyone
+    # ranking the record gets the same order, and verify checks it.
+    twin = dataclasses.replace(earlier, racer_id="a-twin", finish_time=4.0004)
+    assert rank_racers([earlier, twin]) == [twin, earlier]
+    result = RaceResult("r1", "seed", "", Ruleset(), (earlier, twin))
+    assert "the standings are not in the order" in " ".join(verify_result(result).problems)
