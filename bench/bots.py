@@ -87,8 +87,8 @@ def main() -> None:
         (get_strategy(name, **options), games)
         for name, options, games in (
             ("random", {"seed": 1}, args.games),
-            ("greedy", {}, args.games),
-            ("expectimax", {"budget": args.budget}, args.strong_games),
+            ("greedy", {"seed": 1}, args.games),
+            ("expectimax", {"budget": args.budget, "seed": 1}, args.strong_games),
         )
         if name in chosen
     ]

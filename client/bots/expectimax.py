@@ -28,6 +28,7 @@ and a position still in play its heuristic value lifted by the look-ahead weight
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 
@@ -58,11 +59,16 @@ class ExpectimaxStrategy:
         root_beam: int = 6,
         weights: Weights = LOOKAHEAD,
         clock: Callable[[], float] = time.perf_counter,
+        rng: random.Random | None = None,
+        seed: int | None = None,
     ) -> None:
         """``budget`` seconds per move (the search deepens while time is left, from
         greedy's one ply to ``max_depth`` plies); ``beam`` placements are searched deeper
         at each inner decision, and ``root_beam`` placements of the card in hand at each
-        depth after the second; ``clock`` is injectable for tests.
+        depth after the second; ``clock`` is injectable for tests. Placements of equal
+        value are taken in an order drawn from the bot's own ``rng`` (or one seeded with
+        ``seed``; by default a fresh one), so that bots of one strategy do not all play
+        the same game.
 
         ``weights`` may not use the line exposure (the bitmask board scores positions
         without ranks), and a position in play must stay below a win: ``ValueError``.
@@ -77,6 +83,7 @@ class ExpectimaxStrategy:
         self.root_beam = root_beam
         self.weights = weights
         self.clock = clock
+        self.rng = rng if rng is not None else random.Random(seed)
         self._deadline = 0.0
 
     def choose(self, view: RacerView) -> Position:
@@ -115,6 +122,9 @@ class ExpectimaxStrategy:
         """Every target with its static value after placing ``rank``, best first."""
         value = board.geometry.value
         scored = [(cell, value(*board.after(cell, rank), cards_left)) for cell in board.targets()]
+        # Shuffled, then sorted (a stable sort): equal values in the bot's own order, which
+        # the deeper plies keep.
+        self.rng.shuffle(scored)
         scored.sort(key=lambda item: -item[1])
         return scored
 

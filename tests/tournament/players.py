@@ -99,8 +99,7 @@ class BotPlayer(Player):
         super().__init__(client, name)
         self.pace = 0.0
         """Seconds to wait before each move (to stay under a server's rate limit)."""
-        options = {"seed": seed} if strategy == "random" else {}
-        self.strategy = get_strategy(strategy, **options)
+        self.strategy = get_strategy(strategy, seed=seed)
         self.cards: dict[str, list[Card]] = {}
         self.moves: dict[str, list[Position]] = {}
         self.moves_sent = 0

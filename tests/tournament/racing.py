@@ -40,7 +40,7 @@ def play_order(
     moves: dict[str, list[Position]] = {entrant_id: [] for entrant_id in order.entrants}
     checksums = {e: zlib.crc32(e.encode()) for e in order.entrants}
     bots: dict[str, Strategy] = {
-        e: GreedyStrategy() if checksum % 2 == 0 else RandomStrategy(seed=checksum)
+        e: GreedyStrategy(seed=checksum) if checksum % 2 == 0 else RandomStrategy(seed=checksum)
         for e, checksum in checksums.items()
     }
     while pending:
