@@ -6,7 +6,7 @@ True
 
 from __future__ import annotations
 
-from engine import Card, LossReason, Ruleset
+from engine import Flipped, Game, LossReason, Ruleset
 from protocol.errors import ErrorCode
 from protocol.limits import PROTOCOL_VERSION
 from protocol.messages import (
@@ -68,8 +68,44 @@ _OPTIONS = RaceOptions(
 )
 
 
-def _card(text: str) -> Card:
-    return Card.parse(text)
+# The move examples are a real game's second move, so every number in them is one the
+# server would send: the ``foursquare`` deal (4S, 3S, ...), played at (0, 0) then (0, 1).
+_GAME = Game.new("foursquare")
+_GAME.play((0, 0))
+_SECOND_CARD = _GAME.card
+assert _SECOND_CARD is not None
+_CARD_EXAMPLE = CardToPlace(
+    race="r-8f3a",
+    move=2,
+    card=_SECOND_CARD,
+    targets=tuple(_GAME.legal_moves()),
+    stock_left=_GAME.stock_left,
+)
+_FLIPS = tuple(
+    Flip(row=event.position[0], col=event.position[1], face_up=event.face_up)
+    for event in _GAME.play((0, 1))
+    if isinstance(event, Flipped)
+)
+_PLACED_EXAMPLE = MovePlaced(
+    race="r-8f3a",
+    move=2,
+    card=_SECOND_CARD,
+    position=(0, 1),
+    flips=_FLIPS,
+    face_up=_GAME.face_up,
+    face_down=_GAME.face_down,
+    stock_left=_GAME.stock_left,
+    status=RacerStatus.RACING,
+    reply_to=7,
+)
+_BOARD_EXAMPLE = RacerBoard(
+    racer="p1",
+    shown=_GAME.cards_played,
+    piles=tuple(
+        PileView(row=row, col=col, face_up=pile.face_up, cards=pile.cards)
+        for (row, col), pile in sorted(_GAME.piles.items())
+    ),
+)
 
 
 #: Every message type, by wire type, with an example instance.
@@ -129,25 +165,8 @@ EXAMPLES: dict[str, Message] = {
             starts_at=_T0 + 4_000,
             reply_to=6,
         ),
-        CardToPlace(
-            race="r-8f3a",
-            move=2,
-            card=_card("3S"),
-            targets=((-1, 0), (0, -1), (0, 0), (0, 1), (1, 0)),
-            stock_left=38,
-        ),
-        MovePlaced(
-            race="r-8f3a",
-            move=2,
-            card=_card("3S"),
-            position=(0, 1),
-            flips=(Flip(row=0, col=0, face_up=False),),
-            face_up=1,
-            face_down=1,
-            stock_left=38,
-            status=RacerStatus.RACING,
-            reply_to=7,
-        ),
+        _CARD_EXAMPLE,
+        _PLACED_EXAMPLE,
         Progress(
             race="r-8f3a",
             racers=(
@@ -176,16 +195,7 @@ EXAMPLES: dict[str, Message] = {
         ),
         Boards(
             race="r-8f3a",
-            boards=(
-                RacerBoard(
-                    racer="p1",
-                    shown=2,
-                    piles=(
-                        PileView(row=0, col=0, face_up=False, cards=(_card("4S"),)),
-                        PileView(row=0, col=1, face_up=True, cards=(_card("3S"),)),
-                    ),
-                ),
-            ),
+            boards=(_BOARD_EXAMPLE,),
             fog_line=2,
         ),
         RaceFinished(

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 import server.race as race_module
 from engine import Card, Game, deal, replay
 from protocol import encode
+from protocol.examples import EXAMPLES
 from protocol.result import RacerOutcome, verify_result
-from server.outgoing import event_message, snapshot_message
+from server.outgoing import event_message, placed_message, snapshot_message
 from server.race import (
     Audience,
     Boards,
@@ -636,3 +637,15 @@ def test_a_lobby_shows_its_racers_waiting() -> None:
     race.join("a", "ann", bot=False, now=0.0)
     progress = [e for e in race.spectator_view(now=0.0) if isinstance(e, Progress)]
     assert [line.status for p in progress for line in p.lines] == ["waiting"]
+
+
+def test_the_documented_card_and_placed_examples_are_what_the_server_sends() -> None:
+    race = Race("r-8f3a", "foursquare", RaceOptions(min_racers=1, max_racers=1))
+    race.join("p1", "Ann", bot=False, now=0.0)
+    race.place("p1", 1, (0, 0), now=1.0)
+    (card,) = [s.event for s in race.place("p1", 1, (0, 0), now=1.0)
+               if isinstance(s.event, CardToPlace)]
+    (accepted,) = [s.event for s in race.place("p1", 2, (0, 1), now=2.0)
+                   if isinstance(s.event, MoveAccepted)]
+    assert EXAMPLES["card"] == event_message("r-8f3a", card, 2.0)
+    assert EXAMPLES["placed"] == placed_message("r-8f3a", accepted, 7)
