@@ -11,6 +11,7 @@ it has not been dealt.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from client.board import BoardView, PileView
@@ -292,6 +293,22 @@ class RaceTracker:
         self.progress.update((entry.racer, entry) for entry in snapshot.progress)
         if self.you is not None and self.mirror is None:
             self.mirror = RacerMirror(snapshot.options.ruleset)
+
+    def away_notes(self, since_snapshot: float) -> dict[str, str]:
+        """What to say of racers away mid-race, by racer id: ``disconnected, out in 0:42``
+        (the time left of the grace the server gives them to come back), the latest
+        snapshot being ``since_snapshot`` seconds old."""
+        snapshot = self.snapshot
+        if snapshot is None or self.finished is not None:
+            return {}
+        notes = {}
+        for racer in snapshot.racers:
+            entry = self.progress.get(racer.racer)
+            if racer.out_at is None or (entry is not None and entry.status in FINISHED_STATUSES):
+                continue
+            left = max(0, math.ceil((racer.out_at - snapshot.server_time) / 1000 - since_snapshot))
+            notes[racer.racer] = f"disconnected, out in {left // 60}:{left % 60:02d}"
+        return notes
 
     def leaderboard(self) -> list[ProgressEntry]:
         """Every racer, best first: the official standings once the race has finished,

@@ -154,9 +154,9 @@ class TournamentApp(NetworkApp):
         you = self.tournament.you
         if you is None or all(racer.racer != you for racer in snapshot.racers):
             return
-        if snapshot.state is not RaceState.RUNNING:
-            # Being seated (the race starts at once and says so), or a late word from a
-            # race already over: the two races' messages travel independently.
+        if snapshot.state not in (RaceState.COUNTDOWN, RaceState.RUNNING):
+            # Being seated (the countdown follows at once), or a late word from a race
+            # already over: the two races' messages travel independently.
             return
         if isinstance(self.main_screen, TournamentRaceScreen):
             await self.close_overlays()

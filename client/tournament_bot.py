@@ -102,8 +102,8 @@ class TournamentBot(Bot):
             you = self.you
             if you is None or all(racer.racer != you for racer in message.racers):
                 return None  # a race not ours
-            if message.state is not RaceState.RUNNING:
-                return None  # being seated (the started race's snapshot follows), or over
+            if message.state not in (RaceState.COUNTDOWN, RaceState.RUNNING):
+                return None  # being seated (the countdown's snapshot follows), or over
             self.tracker = RaceTracker()
             self.tracker.apply(message)
             self.tracker.seat(you)

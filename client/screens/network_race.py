@@ -40,6 +40,8 @@ class NetworkRaceScreen(RaceScreen):
         self.tracker = tracker
         self.composed = False
         """Whether the widgets exist yet (messages can arrive before they do)."""
+        self._snapshot_seen: tuple[object, float] | None = None
+        """The latest race snapshot drawn, and when (this screen's clock) it was first."""
 
     def compose_side(self) -> Iterable[Widget]:
         """The opponents panel and the link state."""
@@ -69,10 +71,28 @@ class NetworkRaceScreen(RaceScreen):
             if mirror.status in FINISHED_STATUSES and self._clock_stopped_at is None:
                 self.stop_clock()
                 self.say(f"{_END_WORDS[mirror.status]} Waiting for the others to finish…")
+        self._show_opponents()
+
+    def _show_opponents(self) -> None:
         self.query_one("#opponents", Leaderboard).show(
             self.tracker.leaderboard(), self.tracker.you,
-            self.tracker.rules.grid_size ** 2,
+            self.tracker.rules.grid_size ** 2, self._away_notes(),
         )
+
+    def _away_notes(self) -> dict[str, str]:
+        """Who is away, and how long before the server counts them out."""
+        snapshot = self.tracker.snapshot
+        if self._snapshot_seen is None or self._snapshot_seen[0] is not snapshot:
+            self._snapshot_seen = (snapshot, self.clock())
+        return self.tracker.away_notes(self.clock() - self._snapshot_seen[1])
+
+    def tick_clock(self) -> None:
+        """Tick the race clock, and the time left to racers who are away."""
+        super().tick_clock()
+        if not self.composed or not self.is_attached:
+            return
+        if self.tracker.away_notes(0.0) or self.query_one("#opponents", Leaderboard).notes:
+            self._show_opponents()
 
     def place(self, position: Position) -> None:
         """Send the move; the board changes when the server accepts it."""

@@ -113,12 +113,19 @@ class Leaderboard(Widget):
         self.entries: list[ProgressEntry] = []
         self.you: str | None = None
         self.piles = 16
+        self.notes: dict[str, str] = {}
+        """A word under a racer's line, by racer id (``disconnected, out in 0:42``)."""
 
     def show(
-        self, entries: list[ProgressEntry], you: str | None, piles: int
+        self,
+        entries: list[ProgressEntry],
+        you: str | None,
+        piles: int,
+        notes: dict[str, str] | None = None,
     ) -> None:
-        """Show ``entries`` (already in standings order)."""
+        """Show ``entries`` (already in standings order), with ``notes`` under theirs."""
         self.entries, self.you, self.piles = entries, you, piles
+        self.notes = notes or {}
         self.refresh(layout=True)
 
     def line_for(self, entry: ProgressEntry) -> str:
@@ -133,6 +140,9 @@ class Leaderboard(Widget):
         status = _STATUS_WORDS[entry.status]
         if entry.status is RacerStatus.WON:
             status = f"won, score {entry.score}"
+        note = self.notes.get(entry.racer)
+        if note:
+            status = f"{status}, {note}" if status else note
         line = Text.assemble(
             (f"{place:>3} ", style("leaderboard--done") if status else ""),
             (f"{name:<{_NAME_WIDTH}} ", style("leaderboard--you") if mark == " (you)" else ""),

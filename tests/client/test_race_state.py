@@ -10,6 +10,7 @@ from protocol import (
     CardToPlace,
     Flip,
     MovePlaced,
+    Progress,
     ProgressEntry,
     RaceFinished,
     RaceOptions,
@@ -180,3 +181,20 @@ def test_once_finished_the_leaderboard_is_the_official_standings() -> None:
     bob_first = (replace(line, racer="b", name="bob"), replace(line, place=2, racer="a"))
     tracker.apply(replace(finished, standings=bob_first))
     assert [e.racer for e in tracker.leaderboard()] == ["b", "a"]
+
+
+def test_a_racer_away_shows_how_long_before_it_is_counted_out() -> None:
+    tracker = RaceTracker()
+    away = replace(
+        snapshot(RaceState.RUNNING, (entry("a", RacerStatus.RACING, 3, 2),
+                                     entry("b", RacerStatus.RACING, 2, 1))),
+        server_time=1_000,
+    )
+    bob = replace(away.racers[1], connected=False, out_at=43_000)
+    tracker.apply(replace(away, racers=(away.racers[0], bob)))
+    assert tracker.away_notes(0.0) == {"b": "disconnected, out in 0:42"}
+    assert tracker.away_notes(2.5) == {"b": "disconnected, out in 0:40"}
+    assert tracker.away_notes(60.0) == {"b": "disconnected, out in 0:00"}
+    tracker.apply(Progress(race="r1", racers=(entry("b", RacerStatus.RESIGNED, 2, 1),),
+                           server_time=43_000))
+    assert tracker.away_notes(0.0) == {}  # counted out: its line says so

@@ -45,7 +45,7 @@ from protocol import (
 )
 from protocol.result import verify_result
 from server.config import ServerConfig
-from tests.conftest import LiveServer, fast_config
+from tests.conftest import LiveServer, fast_config, start_live_server
 from tests.server.known_games import WON_SEED, conformance_game
 from tests.server.wire_client import TIMEOUT, WireClient
 
@@ -240,14 +240,59 @@ async def test_the_other_racers_see_a_racer_drop_and_come_back_mid_race(
         (info,) = [r for r in snapshot.racers if r.racer == ann.racer_id]
         return info.connected
 
+    def ann_out_at(snapshot: RaceSnapshot) -> int | None:
+        (info,) = [r for r in snapshot.racers if r.racer == ann.racer_id]
+        return info.out_at
+
     seen = await bob.expect(RaceSnapshot)
     assert seen.state is RaceState.RUNNING and not ann_connected(seen)
+    out_at = ann_out_at(seen)  # the grace's end: 60 s from the drop, by default
+    assert out_at is not None and 59_000 <= out_at - seen.server_time <= 60_000
     back = await WireClient.connect(live_server.url, "ann", resume=token)
     while not ann_connected(seen):
         seen = await bob.expect(RaceSnapshot)
     assert seen.state is RaceState.RUNNING and seen.you is None
+    assert ann_out_at(seen) is None  # back in time: it races on
     await back.close()
     await bob.close()
+
+
+async def test_a_racer_who_quits_is_counted_out_after_the_grace_and_the_race_ends(
+    server_config: ServerConfig,
+) -> None:
+    config = dataclasses.replace(server_config, reconnect_grace=1.0)
+    async with start_live_server(config) as live:
+        ann, bob = await start_duel(live)
+        race = race_of(ann)
+        await play(bob, race, WON_MOVES[:3])
+        await bob.close()  # gone for good
+        await ann.send(Resign(race=race, id=ann.next_id()))
+        # Not the whole time limit (600 s): the grace, then the race is over.
+        finished = await ann.expect(RaceFinished)
+        status = {s.racer: (s.status, s.finish_ms) for s in finished.standings}
+        assert status[ann.racer_id][0] is RacerStatus.RESIGNED
+        assert status[bob.racer_id][0] is RacerStatus.RESIGNED
+        snapshots = [m for m in ann.received if isinstance(m, RaceSnapshot)]
+        (away,) = [r for m in snapshots for r in m.racers
+                   if r.racer == bob.racer_id and r.out_at is not None][:1]
+        assert away.out_at is not None
+        assert status[bob.racer_id][1] == away.out_at - finished.started_at
+        assert verify_result(finished.to_result()).ok
+        await ann.close()
+
+
+async def test_spectating_a_lobby_shows_its_racers_waiting(live_server: LiveServer) -> None:
+    ann = await WireClient.connect(live_server.url, "ann")
+    await ann.send(CreateRace(options=dataclasses.replace(DUEL, public=True), id=ann.next_id()))
+    lobby = await ann.expect(RaceSnapshot)
+    watcher = await WireClient.connect(live_server.url, "watcher", role=Role.SPECTATOR)
+    await watcher.send(Spectate(race=lobby.race, id=watcher.next_id()))
+    progress = await watcher.expect(Progress)
+    assert [(e.racer, e.status) for e in progress.racers] == [
+        (ann.racer_id, RacerStatus.WAITING)
+    ]
+    await watcher.close()
+    await ann.close()
 
 
 async def test_a_wrong_token_is_refused_and_closed(live_server: LiveServer) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from protocol import ErrorCode
+from protocol import CardToPlace, ErrorCode, RaceSnapshot, RaceState
 from protocol.result import verify_result
 from protocol.tournament import (
     HostAction,
@@ -162,3 +162,29 @@ async def test_the_host_removes_an_entrant_mid_round_and_the_round_still_ends(
     assert {s.racer: s.status.value for s in game.standings}[idle.player_id] == "resigned"
     for player in (*stays, idle, host):
         await player.close()
+
+
+async def test_a_tournament_race_counts_down_before_its_first_card(tmp_path: Path) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "foursquare.db"), quick_countdown=1.0)
+    async with start_live_server(config) as live:
+        host = await Host.start(live.url)
+        code = await host.create(name="countdown cup", rounds=1, race_size=2, time_limit=60)
+        await host.control(HostAction.OPEN)
+        players = [await Player.connect(live.url, name) for name in ("ann", "bob")]
+        for player in players:
+            await player.send(JoinTournament(tournament=code, id=1))
+            await player.until(lambda s, p=player: s.you == p.player_id)  # type: ignore[misc]
+        await host.control(HostAction.START)
+        for player in players:
+            dealt = await player.client.expect(RaceSnapshot)
+            assert dealt.state is RaceState.COUNTDOWN and dealt.starts_at is not None
+            assert dealt.options.countdown == 1  # the same countdown as any race
+            assert 0 < dealt.starts_at - dealt.server_time <= 1000
+            started = await player.client.expect(RaceSnapshot, state=RaceState.RUNNING)
+            assert started.started_at is not None and started.started_at >= dealt.starts_at
+            card = await player.client.expect(CardToPlace)
+            assert card.move == 1
+            kinds = [type(m) for m in player.client.received]
+            assert kinds.index(CardToPlace) > kinds.index(RaceSnapshot)
+        for player in (*players, host):
+            await player.close()
