@@ -563,6 +563,8 @@ class Race:
         are swept (see :meth:`_sweep_stale_lines`)."""
         self._sweep_left = 0
         self._sweep_cursor = 0
+        self._seated: list[_Racer] = []
+        """The racers in joining order, fixed at the start (the sweep walks it)."""
         self._absent: dict[str, float] = {}
         """Racers away mid-race, with when each is counted out."""
         self._next_out_at = float("inf")
@@ -784,6 +786,7 @@ class Race:
             raise RaceError(RaceErrorCode.RACE_STARTED, "this race has already started")
         self.phase = Phase.RUNNING
         self.started_at = now
+        self._seated = list(self._racers.values())
         # Everyone holds the first card, but who resigned in a locked countdown.
         self._still_racing = sum(1 for racer in self._racers.values() if racer.outcome is None)
         self._racing_by_drawn[1] = self._still_racing
@@ -1140,7 +1143,7 @@ class Race:
         ended ahead of the line, whose end may now be shown), a hundred per update, so
         that no update of a big race carries every line at once.
         """
-        racers = list(self._racers.values())
+        racers = self._seated
         count, dirty = len(racers), self._dirty
         scan = min(LINES_SWEPT_PER_FLUSH, self._sweep_left, count)
         start = self._sweep_cursor % count if count else 0
