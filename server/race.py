@@ -1134,14 +1134,16 @@ class Race:
         return sends
 
     def _sweep_stale_lines(self, line: int | None) -> None:
-        """Mark for sending the lines last shown as of an older count line than ``line``
-        now allows: at most :data:`LINES_SWEPT_PER_FLUSH` racers looked at per flush.
+        """Mark for sending the lines that ``line`` now lets show whole: a racer's whose
+        last line was held back (counts as of an older line, or its end not shown) and
+        whose moves are now all behind the count line. At most
+        :data:`LINES_SWEPT_PER_FLUSH` racers are looked at per flush.
 
-        When the count line moves, every racer ahead of it has counts to show as of the
-        new line. Most of them move before the next update anyway (a move sends its
-        line); the sweep catches those that do not (a racer thinking, or one whose game
-        ended ahead of the line, whose end may now be shown), a hundred per update, so
-        that no update of a big race carries every line at once.
+        A racer still racing sends its line with its next move, as of the line then; in
+        between its counts may be older than the line allows, never newer. Resending
+        every line ahead of the line each time it moves would double the progress a big
+        race sends (the line moves about as often as its slowest racer), so only a line
+        that would otherwise never come (a game over ahead of the line) is swept, once.
         """
         racers = self._seated
         count, dirty = len(racers), self._dirty
@@ -1150,8 +1152,8 @@ class Race:
         for index in range(start, start + scan):
             racer = racers[index % count]
             played = racer.game.cards_played
-            due = played if line is None or played <= line else line
-            if racer.line_stage < due and racer.racer_id not in dirty:
+            whole = line is None or played <= line
+            if whole and racer.line_stage < played and racer.racer_id not in dirty:
                 dirty[racer.racer_id] = None
         self._sweep_cursor = start + scan
         self._sweep_left = max(0, self._sweep_left - scan) if count else 0

@@ -533,27 +533,29 @@ def test_a_rival_ahead_shows_its_counts_as_of_the_cards_everyone_racing_has_draw
     assert [(line.status, line.face_up, line.score) for line in last] == [("won", 16, 2)]
 
 
-def test_a_count_line_that_moves_resends_the_lines_behind_it_a_hundred_at_a_time(
+def test_a_count_line_that_passes_a_finished_game_shows_it_whole_a_hundred_at_a_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(race_module, "LINES_SWEPT_PER_FLUSH", 2)
     race = started_race(options=dataclasses.replace(OPEN, max_racers=6), racers=5)
     _, moves = conformance_game(WON_SEED)
-    before, after, p4 = (replay(WON_SEED, moves[:n]) for n in (1, 5, 4))
-    assert (before.face_up, before.face_down) != (after.face_up, after.face_down)
+    whole, first = replay(WON_SEED, moves[:5]), replay(WON_SEED, moves[:1])
+    assert (whole.face_up, whole.face_down) != (first.face_up, first.face_down)
     for racer in ("p0", "p1", "p2", "p3"):
-        for number, move in enumerate(moves[:6], start=1):
+        for number, move in enumerate(moves[:5], start=1):
             race.place(racer, number, move, now=11.0)
-    # p4 holds the count line at 1; its moves lift it to 5, and four lines show anew.
+        race.resign(racer, now=11.5)
+    # p4 holds the count line at 1; its moves lift it to 5: the four games, over and
+    # ahead of the line until then, now show whole, two lines an update.
     flushes = [race.place("p4", n, moves[n - 1], now=12.0) for n in range(1, 5)]
     flushes += [race.tick(now=now) for now in (13.0, 14.0, 15.0)]
     lines = [[line for p in events_to(flush, Audience.EVERYONE, Progress)
               for line in p.lines] for flush in flushes]  # type: ignore[attr-defined]
+    swept = [line for flush in lines[3:] for line in flush if line.racer_id != "p4"]
     assert max(len(flush) for flush in lines) <= 3  # p4's own, and two swept
-    last = {line.racer_id: (line.face_up, line.face_down) for flush in lines for line in flush}
-    assert last == {
-        **{racer: (after.face_up, after.face_down) for racer in ("p0", "p1", "p2", "p3")},
-        "p4": (p4.face_up, p4.face_down),
+    assert sorted(line.racer_id for line in swept) == ["p0", "p1", "p2", "p3"]
+    assert {(line.status, line.face_up, line.face_down) for line in swept} == {
+        ("resigned", whole.face_up, whole.face_down)
     }
     assert race.next_deadline() == race.ends_at
 
