@@ -272,8 +272,9 @@ async def test_at_80x24_with_eight_racers_your_line_and_your_whole_score_show(
             await pilot.press("r")
             await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
             panel = app.screen.query_one("#opponents", Leaderboard)
-            await wait_until(pilot, lambda: sum(e.status is not RacerStatus.RACING
-                                                for e in panel.entries) == 7, "the bots' games")
+            # The bots' games stay "racing" on this screen until the human has drawn as
+            # many cards (counts wait for the count line): the panel holds all eight lines.
+            await wait_until(pilot, lambda: len(panel.entries) == 8, "every racer's line")
             await pilot.pause(0.3)
             drawn = panel.render().plain.splitlines()
             assert any("(you)" in line for line in drawn), drawn
