@@ -289,19 +289,24 @@ class Generator:
 
     def progress_delays(
         self, race_id: str, entries: list[dict[str, Any]], skip: str, now: float,
-        into: list[float],
+        into: list[float], shown: dict[str, int],
     ) -> None:
-        """Add to ``into`` the delay from each move in ``entries`` (but ``skip``'s) to ``now``.
+        """Add to ``into`` the delay from each move in ``entries`` (but ``skip``'s) to ``now``,
+        the first time this receiver sees it (``shown``: the cards played it has seen of each
+        racer). A racer's line comes again with the same cards played when its counts catch
+        up with the count line (docs/architecture.md, Fairness): that is not the move's
+        delay, and timing it would.
 
         The innermost loop of a big race's fan-out, so it reads its attributes once.
         """
         if self.stop.is_set():
             return
-        sent_at, since = self.sent.get, self.measure_from
+        sent_at, since, seen = self.sent.get, self.measure_from, shown.get
         for entry in entries:
-            racer = entry["racer"]
-            if racer != skip:
-                sent = sent_at((race_id, racer, entry["cards_played"]))
+            racer, played = entry["racer"], entry["cards_played"]
+            if racer != skip and played > seen(racer, 0):
+                shown[racer] = played
+                sent = sent_at((race_id, racer, played))
                 if sent is not None and sent >= since:
                     into.append(now - sent)
 
@@ -386,6 +391,7 @@ class Generator:
         """
         board = Board()
         race_id, you = "", ""
+        shown: dict[str, int] = {}
         waiting_since: float | None = None
         card: dict[str, Any] | None = None
         tasks: set[asyncio.Task[None]] = set()
@@ -444,7 +450,7 @@ class Generator:
                     waiting_since = self.sent.get((race_id, you, message["move"]))
             elif kind == "progress":
                 self.progress_delays(race_id, message["racers"], you, now,
-                                     self.stats.progress_racers)
+                                     self.stats.progress_racers, shown)
             elif kind == "finished":
                 break
             elif kind == "error":
@@ -493,6 +499,7 @@ class Generator:
                 round_number = group.current
                 race_id, _ = await group.race(round_number)
                 await ws.send(encode(Spectate(race=race_id)))
+                shown: dict[str, int] = {}
                 async for frame in ws:
                     now = time.perf_counter()
                     kind_bytes = frame_type(frame)
@@ -508,7 +515,7 @@ class Generator:
                         if self.measuring(now):
                             self.stats.spectator_updates += 1
                         self.progress_delays(race_id, message["racers"], "", now,
-                                             self.stats.progress_spectators)
+                                             self.stats.progress_spectators, shown)
                     elif kind == "finished":
                         break
                     elif kind == "error":
@@ -570,7 +577,7 @@ class Generator:
                         self.progress_delays(
                             race_id, [{"racer": str(message.get("id")),
                                        "cards_played": message["move"]}],
-                            you, now, self.stats.progress_racers)
+                            you, now, self.stats.progress_racers, {})
         for task in tasks:
             task.cancel()
 
@@ -589,7 +596,7 @@ class Generator:
                         self.stats.spectator_updates += 1
                     self.progress_delays(
                         path, [{"racer": str(message.get("id")), "cards_played": message["move"]}],
-                        "", now, self.stats.progress_spectators)
+                        "", now, self.stats.progress_spectators, {})
 
     # ------------------------------------------------------------------ a run
 
