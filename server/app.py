@@ -223,6 +223,7 @@ class RaceServer:
             max_size=self.limits.max_client_frame,
             open_timeout=self.config.handshake_timeout,
             ping_interval=None,  # pings only for connections gone quiet: see _Liveness
+            close_timeout=self.config.close_timeout,
             create_connection=RaceConnection,
             ssl=tls,
         )
@@ -253,11 +254,7 @@ class RaceServer:
                 if seen:
                     self._journal.submit(*seen)
             await asyncio.to_thread(self._journal.close)
-        closing = [
-            connection.close(CloseCode.GOING_AWAY, "the server is shutting down")
-            for connection in list(self.connections)
-        ]
-        await asyncio.gather(*closing, return_exceptions=True)
+        await self._close_all(CloseCode.GOING_AWAY, "the server is shutting down")
         if self._server is not None:
             await self._server.wait_closed()
         for host in self.hosts.values():
@@ -268,6 +265,27 @@ class RaceServer:
             await self._metrics_server.wait_closed()
         log_event("server_stop")
         self._stopped.set()
+
+    async def _close_all(self, code: CloseCode, reason: str) -> None:
+        """Close every connection, waiting at most ``close_timeout`` for them all, then
+        drop the ones still open.
+
+        A connection's own ``close_timeout`` bounds the wait for an answer to its close
+        frame, but not the wait before it: a client that stopped reading leaves the
+        close frame behind a full write buffer, and websockets waits for that to drain
+        first, for as long as the client does not read.
+        """
+        connections = list(self.connections)
+        closing = [asyncio.create_task(c.close(code, reason)) for c in connections]
+        if not closing:
+            return
+        _, late = await asyncio.wait(closing, timeout=self.config.close_timeout)
+        for task in late:
+            task.cancel()
+        for connection in connections:
+            if connection.transport is not None and not connection.transport.is_closing():
+                connection.transport.abort()
+        await asyncio.gather(*closing, return_exceptions=True)
 
     @property
     def failed(self) -> bool:
@@ -1054,12 +1072,11 @@ class _Conversation:
 
     def _greet(self, frame: Message) -> None:
         server, connection = self._server, self._connection
-        if self._over_rate(self._early_bucket):
+        message = self._decode(frame)
+        if self._over_rate(self._early_bucket, message):
             return
-        try:
-            message = decode_client(frame, server.limits)
-        except ProtocolError as error:
-            self._refuse_bad(error, "too many bad frames")
+        if isinstance(message, ProtocolError):
+            self._refuse_bad(message, "too many bad frames")
             return
         if isinstance(message, protocol.Hello):
             refusal = server._name_taken(message) or server._too_many_new_sessions(
@@ -1099,25 +1116,49 @@ class _Conversation:
         server, connection = self._server, self._connection
         assert session.bucket is not None and self._liveness is not None  # set at hello
         received_at = self._liveness.heard = self._loop.time()
-        if self._over_rate(session.bucket):
+        message = self._decode(frame)
+        if self._over_rate(session.bucket, message):
             return
-        try:
-            message = decode_client(frame, server.limits)
-        except ProtocolError as error:
-            self._refuse_bad(error, "too many bad messages")
+        if isinstance(message, ProtocolError):
+            self._refuse_bad(message, "too many bad messages")
             return
         if server.answers_later(message):
             self._wait_on(server._answer_later(connection, session, message))
         else:
             server._answer(connection, session, message, received_at)
 
-    def _over_rate(self, bucket: TokenBucket) -> bool:
+    def _decode(self, frame: Message) -> ClientMessage | ProtocolError:
+        """The message ``frame`` holds, or why it holds none."""
+        try:
+            return decode_client(frame, self._server.limits)
+        except ProtocolError as error:
+            return error
+
+    def _over_rate(self, bucket: TokenBucket, message: ClientMessage | ProtocolError) -> bool:
         """Whether a frame is over the rate limit: then it is answered with
-        ``rate_limited``, and after too many the connection is closed with 4005."""
+        ``rate_limited``, and after too many the connection is closed with 4005.
+
+        The frame is decoded first (at most 4 KiB, and only ``rate_strikes`` frames past
+        the allowance before the connection closes), so the refusal names what it
+        answers, as every other error does: a client waiting for the answer to its
+        request id hears that it was refused. A frame that does not decode is answered
+        with what could be read of it (its ``type`` and ``id``, or neither), and is not
+        counted as malformed.
+        """
         if bucket.allow(self._server._now()):
             return False
+        if isinstance(message, ProtocolError):
+            in_reply_to, reply_to = message.in_reply_to, message.reply_to
+        else:
+            in_reply_to, reply_to = message.TYPE, message.id
         self._server._refuse(
-            self._connection, ProtocolError(ErrorCode.RATE_LIMITED, "too many messages")
+            self._connection,
+            ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                "too many messages: slow down",
+                in_reply_to=in_reply_to,
+                reply_to=reply_to,
+            ),
         )
         if bucket.strikes >= self._config.rate_strikes:
             self._end(CloseCode.RATE_LIMITED, "rate limit")

@@ -111,6 +111,11 @@ class ServerConfig:
     handshake_timeout: float = 10.0
     """Seconds to say ``hello`` after the websocket opens (and for the HTTP upgrade, and for
     a request and its answer on the metrics port)."""
+    close_timeout: float = 10.0
+    """Seconds a connection the server closes waits for the client's answer to its close
+    frame (and for the TCP connection to end) before dropping it. A stopping server closes
+    every connection at once, so a client that never answers holds a SIGTERM this long at
+    most, after the races and the journal have been flushed."""
     idle_timeout: float = 900.0
     """Seconds without any message before the connection is closed."""
     send_buffer_limit: int = 4 * 1024 * 1024

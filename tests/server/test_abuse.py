@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgpack
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -119,3 +120,40 @@ async def test_frames_before_hello_are_bounded_and_close_the_connection(
     assert len(lines) <= config.logged_errors_per_connection
     (closed,) = [json.loads(line) for line in server_log.lines if '"connection_close"' in line]
     assert closed["errors_not_logged"] == len(answers) - len(lines) > 0
+
+
+async def test_a_rate_limited_answer_names_the_request_it_refuses(tmp_path: Path) -> None:
+    """Past the allowance, each request is answered with ``rate_limited`` carrying its
+    type and id (a client waiting on its ``ping`` id hears the refusal); a frame that does
+    not decode gets what could be read of it. Before ``hello`` too."""
+    config = dataclasses.replace(
+        fast_config(tmp_path / "db"), rate_per_second=0.1, rate_burst=2, rate_strikes=10
+    )
+    unreadable = b"\xc1"  # not msgpack at all
+    misspelt = msgpack.packb({"type": "ping", "id": 7, "bogus": 1})  # decodes: type and id
+    async with start_live_server(config) as live:
+        client = await WireClient.connect(live.url, "quick")  # a fresh bucket after hello
+        for request in (1, 2, 3):
+            await client.send(Ping(id=request))
+        await client.connection.send(unreadable)
+        await client.connection.send(misspelt)
+        answers = [await client.receive() for _ in range(5)]
+        assert [a.reply_to for a in answers[:2] if isinstance(a, Pong)] == [1, 2]
+        refusals = [(a.code, a.in_reply_to, a.reply_to) for a in answers[2:]
+                    if isinstance(a, Error)]
+        assert refusals == [
+            (ErrorCode.RATE_LIMITED, "ping", 3),
+            (ErrorCode.RATE_LIMITED, None, None),
+            (ErrorCode.RATE_LIMITED, "ping", 7),
+        ]
+        await client.close()
+        async with connect(live.url) as stranger:  # before hello: an allowance of its own
+            for request in (11, 12, 13):
+                await stranger.send(encode(Ping(id=request)))
+            early = [decode_server(await asyncio.wait_for(stranger.recv(), TIMEOUT))
+                     for _ in range(3)]
+        assert [(a.code, a.in_reply_to, a.reply_to) for a in early if isinstance(a, Error)] == [
+            (ErrorCode.HELLO_REQUIRED, "ping", 11),
+            (ErrorCode.HELLO_REQUIRED, "ping", 12),
+            (ErrorCode.RATE_LIMITED, "ping", 13),
+        ]

@@ -366,3 +366,45 @@ async def test_only_a_quiet_connection_is_pinged(tmp_path: Path) -> None:
         assert talker.pings == 0
         assert quiet.pings >= 3  # about one every 0.2 s, each answered
         assert quiet.state is State.OPEN
+
+
+async def test_a_shutdown_waits_at_most_the_close_timeout_for_a_client_that_reads_nothing(
+    tmp_path: Path,
+) -> None:
+    """A client that reads nothing never answers the close frame, which waits behind its
+    backlog: the server stops all the same, once ``close_timeout`` has passed."""
+    config = dataclasses.replace(
+        fast_config(tmp_path / "db"),
+        close_timeout=1.0,
+        rate_per_second=100_000.0,
+        rate_burst=100_000,
+    )
+    loop = asyncio.get_running_loop()
+    async with contextlib.AsyncExitStack() as stack:
+        live = await stack.enter_async_context(start_live_server(config))
+        server = live.server
+        assert server is not None
+        ann = await WireClient.connect(live.url, "ann")
+        await ann.send(CreateRace(options=RaceOptions(max_racers=8, min_racers=8), id=1))
+        race = (await ann.expect(RaceSnapshot)).race
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", server.port))
+        sloth = await connect(live.url, sock=sock, compression=None, max_queue=1)
+        stack.callback(sloth.transport.abort)
+        await sloth.send(encode(Hello(name="sloth", bot=False, id=1)))
+        while len(server.connections) < 2:
+            await asyncio.sleep(0.01)
+        (held,) = [c for c in server.connections if c.remote_address[1] == sock.getsockname()[1]]
+        held.transport.get_extra_info("socket").setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
+        )
+        ask = encode(Spectate(race=race, id=2))
+        while held.transport.get_write_buffer_size() < 256 * 1024:  # a backlog, not a cutoff
+            await sloth.send(ask)
+            await asyncio.sleep(0)
+        started = loop.time()
+        await asyncio.wait_for(server.stop(), TIMEOUT)
+        took = loop.time() - started
+    assert took >= config.close_timeout * 0.9
+    assert held.transport.is_closing()
