@@ -404,3 +404,27 @@ async def test_a_finished_race_is_followed_by_the_deals_par(live_server: LiveSer
     assert await carol.expect(RacePar, race=race) == found
     for client in (ann, bob, carol):
         await client.close()
+
+
+async def test_a_place_after_ones_game_is_over_is_refused_as_the_protocol_says(
+    live_server: LiveServer,
+) -> None:
+    """docs/protocol.md, *After your game is over*: a move played is answered again; a
+    new one gets ``not_racing`` while others still race, ``race_not_running`` after."""
+    ann, bob = await start_duel(live_server)
+    race = race_of(ann)
+    await play(ann, race, WON_MOVES[:1])
+    await ann.send(Resign(race=race, id=ann.next_id()))
+    await ann.expect(Ok, in_reply_to="resign")
+    again = await place(ann, race, 1, WON_MOVES[0])
+    assert isinstance(again, MovePlaced) and again.move == 1
+    refused = await place(ann, race, 2, WON_MOVES[1])
+    assert isinstance(refused, Error) and refused.code is ErrorCode.NOT_RACING
+    await bob.send(Resign(race=race, id=bob.next_id()))
+    await ann.expect(RaceFinished)
+    refused = await place(ann, race, 2, WON_MOVES[1])
+    assert isinstance(refused, Error) and refused.code is ErrorCode.RACE_NOT_RUNNING
+    again = await place(ann, race, 1, WON_MOVES[0])
+    assert isinstance(again, MovePlaced)
+    await ann.close()
+    await bob.close()
