@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from cli.game_commands import add_ruleset_arguments, ruleset_from
+from cli.game_commands import add_ruleset_arguments, ruleset_from, seed_text
 from engine import Ruleset, format_moves
 from engine.solver import NoWinnableSeed, Par, par, random_seed, winnable_seed
 
@@ -18,7 +18,7 @@ def register(subparsers: Subparsers) -> None:
     par_parser = subparsers.add_parser(
         "par", help="solve a deal with the whole stock known: its best score and a line"
     )
-    par_parser.add_argument("seed", help="the seed of the deal")
+    par_parser.add_argument("seed", type=seed_text, help="the seed of the deal")
     par_parser.add_argument(
         "--budget", type=_positive_seconds, default=10.0, metavar="S",
         help="seconds to search before reporting the best line found (default 10)",

@@ -35,24 +35,41 @@ def register(subparsers: Subparsers) -> None:
     deal_parser = subparsers.add_parser(
         "deal", help="print the stock dealt from a seed, and the seed's commitment"
     )
-    deal_parser.add_argument("seed", help="any text; the same seed always deals the same stock")
+    deal_parser.add_argument(
+        "seed", type=seed_text, help="any text; the same seed always deals the same stock"
+    )
     deal_parser.set_defaults(run=run_deal)
 
     replay_parser = subparsers.add_parser(
         "replay", help="replay moves from a seed and print the final position and result"
     )
-    replay_parser.add_argument("seed")
+    replay_parser.add_argument("seed", type=seed_text)
     replay_parser.add_argument("moves", nargs="*", metavar="MOVE", help="moves like r0c0 r-1c0")
     add_ruleset_arguments(replay_parser)
     replay_parser.set_defaults(run=run_replay)
 
     solo_parser = subparsers.add_parser("solo", help="play a game on your own, offline")
-    solo_parser.add_argument("--seed", help="the seed to deal from (default: a random one)")
+    solo_parser.add_argument(
+        "--seed", type=seed_text, help="the seed to deal from (default: a random one)"
+    )
     solo_parser.add_argument(
         "--lines", action="store_true", help="use the plain line interface, not the full screen"
     )
     add_ruleset_arguments(solo_parser)
     solo_parser.set_defaults(run=run_solo)
+
+
+def seed_text(argument: str) -> str:
+    """A seed from the command line: any text, but text. A seed is dealt from its UTF-8
+    bytes, and an argument that is not UTF-8 (Python keeps its bytes as lone surrogates)
+    has none."""
+    try:
+        argument.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            "a seed is text, and this one holds bytes that are not UTF-8"
+        ) from None
+    return argument
 
 
 def add_ruleset_arguments(parser: argparse.ArgumentParser) -> None:

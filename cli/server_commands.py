@@ -290,10 +290,7 @@ def read_result(text: str) -> RaceResult:
     from protocol import ProtocolError, RaceFinished, decode_server
     from protocol.result import RaceResult
 
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not JSON: {error}") from None
+    data = parse_json(text)
     if isinstance(data, dict) and data.get("type") == RaceFinished.TYPE:
         try:
             message = decode_server(msgpack.packb(data, use_bin_type=True))
@@ -303,3 +300,14 @@ def read_result(text: str) -> RaceResult:
             raise ValueError("not a finished message")
         return message.to_result()
     return RaceResult.from_dict(data)
+
+
+def parse_json(text: str) -> Any:
+    """The value ``text`` holds as JSON; raises ``ValueError`` with a sentence if it holds
+    none (or nests deeper than Python's JSON reader can follow)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON: {error}") from None
+    except RecursionError:
+        raise ValueError("its JSON nests too deeply to be read") from None

@@ -211,26 +211,30 @@ def run_export(args: argparse.Namespace) -> int:
         return 2
     document = document_from(export)
     text = to_json(document) + "\n" if args.format == "json" else to_csv(document)
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    if args.games_dir:
-        args.games_dir.mkdir(parents=True, exist_ok=True)
-        for game in export.games:
-            path = args.games_dir / f"{game.race}.json"
-            path.write_text(game.to_result().to_json() + "\n", encoding="utf-8")
+    try:
+        if args.output:
+            args.output.write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+        if args.games_dir:
+            args.games_dir.mkdir(parents=True, exist_ok=True)
+            for game in export.games:
+                path = args.games_dir / f"{game.race}.json"
+                path.write_text(game.to_result().to_json() + "\n", encoding="utf-8")
+    except OSError as error:
+        where = error.filename if error.filename is not None else args.output
+        print(f"error: cannot write {where}: {error.strerror or error}", file=sys.stderr)
+        return 2
     return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:
     """Check an exported record; exit 0 if it holds up, 1 if not, 2 if unreadable."""
-    import json
-
+    from cli.server_commands import parse_json
     from server.tournament_export import games_of, verify_document
 
     try:
-        document = json.loads(args.file.read_text(encoding="utf-8"))
+        document = parse_json(args.file.read_text(encoding="utf-8"))
         games = games_of(document)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         print(f"error: cannot read a tournament record from {args.file}: {error}", file=sys.stderr)

@@ -732,9 +732,9 @@ def _create(path: Path) -> None:
     write-ahead log) and renamed into place with its tables, so that a file at ``path``
     has always been a whole journal, and an empty one there is damage."""
     building = path.with_name(path.name + ".new")
-    for stale in journal_files(building):  # what a start killed while building left
-        stale.unlink(missing_ok=True)
-    with refusing(path):
+    with refusing(path):  # a missing directory, a file where one should be, a full disk
+        for stale in journal_files(building):  # what a start killed while building left
+            stale.unlink(missing_ok=True)
         connection = sqlite3.connect(building, isolation_level=None)
         try:
             connection.executescript(_SCHEMA)
@@ -742,8 +742,8 @@ def _create(path: Path) -> None:
             mark_closed(connection)
         finally:
             connection.close()
-    building.replace(path)
-    fsync_directory(path)
+        building.replace(path)
+        fsync_directory(path)
 
 
 def _migrate(connection: sqlite3.Connection) -> None:

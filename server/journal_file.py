@@ -61,6 +61,12 @@ RESTORE_OR_START_ANEW = (
     " (which moves the damaged files aside)"
 )
 
+#: What to do about a journal that cannot be opened or written where it is.
+_CHECK_THE_PLACE = (
+    "check that its directory exists, that the server may write there and that the disk has"
+    " room, then start again"
+)
+
 #: SQLite errors (by name prefix) that say the journal cannot be used now, not that it is
 #: damaged: those refusals are not ``damaged``.
 _LOCKED = ("SQLITE_BUSY", "SQLITE_LOCKED")
@@ -108,7 +114,7 @@ def has_log(path: Path) -> bool:
     """
     try:
         return wal_of(path).stat().st_size > 0
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (a file where a directory should be)
         return False
 
 
@@ -145,6 +151,13 @@ def refusing(path: Path) -> Iterator[None]:
         yield
     except sqlite3.Error as error:
         raise refusal_for(path, error) from None
+    except OSError as error:  # the files themselves, before or beside SQLite (a rename)
+        raise JournalRefused(
+            path,
+            f"cannot be opened or written ({error.strerror or error})",
+            _CHECK_THE_PLACE,
+            damaged=False,
+        ) from None
 
 
 def refusal_for(path: Path, error: sqlite3.Error) -> JournalRefused:
@@ -159,11 +172,7 @@ def refusal_for(path: Path, error: sqlite3.Error) -> JournalRefused:
         )
     if name.startswith(_CANNOT_OPEN):
         return JournalRefused(
-            path,
-            f"cannot be opened or written ({detail})",
-            "check that its directory exists, that the server may write there and that the "
-            "disk has room, then start again",
-            damaged=False,
+            path, f"cannot be opened or written ({detail})", _CHECK_THE_PLACE, damaged=False
         )
     return JournalRefused(path, f"cannot be read ({detail})")
 
@@ -253,6 +262,13 @@ def _check_file(path: Path, logged: bool) -> None:
         raise JournalRefused(
             path, "does not exist", "give the server's journal with --db or FOURSQUARE_DB",
             damaged=False,
+        )
+    if not path.is_file():
+        # A directory, a device (/dev/null reads as empty: moving it aside as damage would
+        # move the device) or a pipe (reading it would wait for a writer for good).
+        raise JournalRefused(
+            path, "is not a file (a directory, a device or a pipe)",
+            "give the journal's file with --db or FOURSQUARE_DB", damaged=False,
         )
     try:
         with path.open("rb") as file:

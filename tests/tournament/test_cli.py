@@ -99,6 +99,16 @@ async def test_a_tournament_hosted_from_the_command_line_exports_a_verifiable_re
     )
     assert status == 0
     assert json.loads(from_db.read_text())["standings"] == record["standings"]
+    # A place that cannot be written: a sentence and exit code 2, not a traceback.
+    for unwritable in (
+        ("-o", str(tmp_path / "missing" / "cup.json")),
+        ("--games-dir", str(exported)),  # a file, not a directory
+    ):
+        refused = io.StringIO()
+        with contextlib.redirect_stderr(refused):
+            status, _ = await foursquare("tournament", "export", code, "--server", url, *unwritable)
+        # (The server in this process may log to the redirected stream meanwhile.)
+        assert status == 2 and "\nerror: cannot write " in "\n" + refused.getvalue(), refused
 
     csv_file = tmp_path / "cup.csv"
     status, _ = await foursquare(
