@@ -55,10 +55,12 @@ from server.journal import (
     PlayerSeen,
     RaceOpened,
     Recovered,
+    StoppedWatching,
+    Watching,
     replay_commands,
     unplayed,
 )
-from server.journal_file import refusing
+from server.journal_file import JournalRefused, refusing
 from server.logs import LogBudget, failure, log_event
 from server.metrics import CONTENT_TYPE, Metrics
 from server.metrics_listener import PATH as METRICS_PATH
@@ -319,6 +321,10 @@ class RaceServer:
                 Session(player.player_id, player.token_hash, player.name, player.bot, player.role),
                 idle_since=player.created_at if player.last_seen is None else player.last_seen,
             )
+        for watching in recovered.watching:  # sent again when the spectator resumes
+            session = self.sessions.get(watching.player_id)
+            if session is not None:
+                session.watching[watching.race_id] = None
         races = [(unplayed(stored), stored) for stored in recovered.races]
         for race, _ in races:  # every race in its deal before any replays, so none finishes early
             self._share_deal(race)
@@ -575,24 +581,83 @@ class RaceServer:
         )
         self._send(connection, welcome)
         if resumed:
-            self._send_state(connection, session)
+            await self._send_state(connection, session)
         return session
 
-    def _send_state(self, connection: ServerConnection, session: Session) -> None:
-        """After a resume: the race the session races in, and the races it watches."""
+    async def _send_state(self, connection: ServerConnection, session: Session) -> None:
+        """After a resume: the race the session races in, and the races it watches.
+
+        A watched race the server no longer keeps (it finished and was forgotten, or
+        finished before a restart) is sent as its stored result, read from the journal
+        off the event loop, or, without one, refused as ``race_not_found``; either way the
+        session stops watching it.
+        """
         host = self.hosts.get(session.race_id) if session.race_id else None
         if host is not None and host.race.has_racer(session.session_id):
             if host.race.phase is not core.Phase.FINISHED:
                 host.apply(core.Reconnect(session.session_id))  # no longer counted out
             host.tell(connection, *host.messages_for_racer(session.session_id, None))
             host.presence_changed()  # the others see it back
-        for race_id in list(session.watching):
+        gone = []
+        for race_id in session.watching:
             watched = self.hosts.get(race_id)
             if watched is None:
-                session.watching.discard(race_id)
+                gone.append(race_id)
                 continue
             watched.add_spectator(connection)
             watched.tell(connection, *watched.messages_for_spectator(None))
+        if not gone:
+            return
+        self._stop_watching(session, gone)
+        try:
+            results = await asyncio.to_thread(self.journal.results, gone)
+        except JournalRefused as refusal:  # unreadable now: the refusals below say so
+            log_event("journal_error", logging.ERROR, error=str(refusal))
+            results = {}
+        for race_id in gone:
+            result = results.get(race_id)
+            if result is not None:
+                self._send(connection, protocol.RaceFinished.from_result(
+                    result, started_at=result.started_at, ended_at=result.ended_at
+                ))
+            else:
+                self._refuse(connection, ProtocolError(
+                    ErrorCode.RACE_NOT_FOUND,
+                    f"race {race_id}, which you watched, is gone and left no result",
+                    in_reply_to=protocol.Spectate.TYPE,
+                ))
+
+    def _stop_watching(self, session: Session, race_ids: list[str]) -> None:
+        """``session`` watches none of ``race_ids`` any more (journaled)."""
+        for race_id in race_ids:
+            del session.watching[race_id]
+            watched = self.hosts.get(race_id)
+            if watched is not None and session.connection is not None:
+                watched.remove_spectator(session.connection)
+        self.journal.submit(StoppedWatching(session.session_id, tuple(race_ids)))
+
+    def _start_watching(self, session: Session, host: RaceHost) -> None:
+        """``session`` watches ``host``'s race from now on, after a restart too (journaled),
+        within ``watched_races``: the oldest races watched that are over or forgotten make
+        room, and when none is, the request is refused with ``server_busy``."""
+        if host.race_id in session.watching:
+            return
+        limit = self.config.watched_races
+        if len(session.watching) >= limit:
+            done = [
+                race_id for race_id in session.watching
+                if (watched := self.hosts.get(race_id)) is None
+                or watched.race.phase is core.Phase.FINISHED
+            ]
+            if len(session.watching) - len(done) >= limit:
+                raise _Refused(
+                    ErrorCode.SERVER_BUSY,
+                    f"you are watching {limit} races that are still on, the most a session "
+                    "may: leave one (leave_race) first",
+                )
+            self._stop_watching(session, done[: len(session.watching) - limit + 1])
+        session.watching[host.race_id] = None
+        self.journal.submit(Watching(session.session_id, host.race_id))
 
     def _detach(
         self, session: Session, connection: ServerConnection, quietly: bool = False
@@ -847,8 +912,7 @@ class RaceServer:
     ) -> None:
         host = self._find(message.race)
         if host.race_id in session.watching:
-            session.watching.discard(host.race_id)
-            host.remove_spectator(connection)
+            self._stop_watching(session, [host.race_id])
         elif session.race_id == host.race_id:
             if host.race.phase is not core.Phase.FINISHED:
                 host.apply(core.Leave(session.session_id))
@@ -859,9 +923,11 @@ class RaceServer:
             raise _Refused(ErrorCode.NOT_A_RACER, "you are not in this race")
         ok = protocol.Ok(in_reply_to="leave_race", race=host.race_id, reply_to=message.id)
         if self.hosts.get(host.race_id) is host:
-            host.tell(connection, ok)  # after the leave's own messages
+            host.tell(connection, ok)
         else:
-            self._send(connection, ok)  # the lobby emptied and closed: its outbox is gone
+            # The lobby emptied and was forgotten, and its outbox with it: answer once the
+            # leave is journaled (the transaction gathering now holds it).
+            self.journal.when_committed(self.journal.submit(), lambda: self._send(connection, ok))
 
     def _on_ready(
         self, connection: ServerConnection, session: Session, message: protocol.Ready
@@ -899,7 +965,7 @@ class RaceServer:
         host = self._find(message.race)
         if not host.race.options.spectators:
             raise _Refused(ErrorCode.SPECTATORS_NOT_ALLOWED, "this race does not allow spectators")
-        session.watching.add(host.race_id)
+        self._start_watching(session, host)
         host.add_spectator(connection)
         host.tell(connection, *host.messages_for_spectator(message.id))
 

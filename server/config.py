@@ -125,6 +125,11 @@ class ServerConfig:
     """Seconds a connection may send nothing (since its last ping, too) before it is pinged."""
     ping_timeout: float = 20.0
     """Seconds a ping waits for its pong before the connection is closed with 1011."""
+    watched_races: int = 32
+    """Races one session may spectate at once (each is journaled, so that a spectator
+    resumed after a restart is sent them again). Past it, ``spectate`` first stops
+    watching the oldest watched races that are over or forgotten, and is refused with
+    ``server_busy`` when every one is still on. The terminal client follows at most 12."""
     finished_linger: float = 300.0
     """Seconds a finished race stays in memory for late resumes and spectators."""
     par_budget: float = 2.0

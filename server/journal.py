@@ -25,11 +25,11 @@ that is not a whole journal of a known version, fails SQLite's integrity check, 
 its write-ahead log is refused); a new one is created whole under another name and renamed
 into place.
 
-Tables (``schema_version`` 6; an older file is brought up to it when opened: version 1
+Tables (``schema_version`` 7; an older file is brought up to it when opened: version 1
 gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``,
 versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
-``commands_after`` instead, versions 1 to 4 gain ``players.last_seen`` and versions 1 to 5
-gain ``journal_state``):
+``commands_after`` instead, versions 1 to 4 gain ``players.last_seen``, versions 1 to 5
+gain ``journal_state`` and versions 1 to 6 gain ``watching``):
 
 - ``players``: one row per player identity and its role (player or spectator); the resume
   token is kept only as a SHA-256. ``last_seen`` is when it last connected or left; a
@@ -40,6 +40,9 @@ gain ``journal_state``):
   commands all come after it.
 - ``race_commands``: every race's commands, in the order they were accepted (``seq``).
 - ``results``: the result of each finished race, as the JSON record ``verify`` reads.
+- ``watching``: the races each player spectates (a few per player, bounded by
+  ``ServerConfig.watched_races``), so that a spectator resumed after a restart is sent
+  them again; a player's rows go with it.
 - ``journal_state``: whether a server has the journal open (see
   :func:`server.journal_file.mark_open`).
 """
@@ -55,7 +58,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -128,6 +131,11 @@ CREATE TABLE IF NOT EXISTS results (
     race_id TEXT PRIMARY KEY REFERENCES races(race_id),
     result TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS watching (
+    player_id TEXT NOT NULL,
+    race_id TEXT NOT NULL,
+    UNIQUE (player_id, race_id)
+);
 """ + MARK_SCHEMA + ";\n"
 
 class Sync(Enum):
@@ -175,6 +183,22 @@ class PlayersForgotten:
 
 
 @dataclass(frozen=True, slots=True)
+class Watching:
+    """Player ``player_id`` spectates race ``race_id`` (it does again after a restart)."""
+
+    player_id: str
+    race_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedWatching:
+    """Player ``player_id`` no longer spectates these races."""
+
+    player_id: str
+    race_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RaceOpened:
     """A race was created with this seed and these options."""
 
@@ -215,6 +239,8 @@ Record = (
     PlayerRecord
     | PlayerSeen
     | PlayersForgotten
+    | Watching
+    | StoppedWatching
     | RaceOpened
     | CommandRecord
     | ResultRecord
@@ -236,6 +262,8 @@ class Recovered:
 
     players: tuple[PlayerRecord, ...] = field(default=())
     races: tuple[StoredRace, ...] = field(default=())
+    watching: tuple[Watching, ...] = field(default=())
+    """The races each player spectates, in the order it began to."""
 
 
 # ---------------------------------------------------------------- commands
@@ -642,6 +670,19 @@ class Journal:
         finally:
             connection.close()
 
+    def results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
+        """The stored results of those of ``race_ids`` that have one (blocking: call it in
+        a thread)."""
+        if not race_ids:
+            return {}
+        with self.reading() as connection:
+            rows = connection.execute(
+                f"SELECT race_id, result FROM results WHERE race_id IN"
+                f" ({', '.join('?' * len(race_ids))})",
+                tuple(race_ids),
+            ).fetchall()
+        return {race_id: RaceResult.from_json(text) for race_id, text in rows}
+
     @staticmethod
     def load_result(path: str | Path, race_id: str) -> RaceResult | None:
         """The stored result of race ``race_id``, or ``None`` if it has none (raises
@@ -702,7 +743,13 @@ def _read_recovered(connection: sqlite3.Connection) -> Recovered:
         )
         for race_id, code, seed, options, tournament_id, created_at, _ in unfinished
     )
-    return Recovered(players, races)
+    watching = tuple(
+        Watching(player_id, race_id)
+        for player_id, race_id in connection.execute(
+            "SELECT player_id, race_id FROM watching ORDER BY rowid"
+        )
+    )
+    return Recovered(players, races, watching)
 
 
 def _open_for_writing(path: Path, sync: Sync) -> sqlite3.Connection:
@@ -749,7 +796,9 @@ def _create(path: Path) -> None:
 def _migrate(connection: sqlite3.Connection) -> None:
     """Bring a journal written by an older server up to :data:`SCHEMA_VERSION` (a new one:
     give it its version). Version 6 only added ``journal_state`` (``_SCHEMA`` creates it;
-    :func:`~server.journal_file.mark_open` fills it)."""
+    :func:`~server.journal_file.mark_open` fills it), and version 7 only ``watching``
+    (``_SCHEMA`` creates it empty: an older server kept what its sessions watched in
+    memory only)."""
     row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
     version = row[0]
     if version is None:
@@ -916,6 +965,10 @@ class DisabledJournal(Journal):
         self.batches_committed = 0
         self.records_committed = 0
 
+    def results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
+        """None: nothing was stored."""
+        return {}
+
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
         """A future that is already done: nothing is written."""
         if self._closed:
@@ -1014,10 +1067,19 @@ def _insert(connection: sqlite3.Connection, record: Record) -> None:
         case PlayersForgotten(player_ids):
             for start in range(0, len(player_ids), _PLAYERS_PER_DELETE):
                 chunk = player_ids[start : start + _PLAYERS_PER_DELETE]
-                connection.execute(
-                    f"DELETE FROM players WHERE player_id IN ({', '.join('?' * len(chunk))})",
-                    chunk,
-                )
+                marks = ", ".join("?" * len(chunk))
+                connection.execute(f"DELETE FROM players WHERE player_id IN ({marks})", chunk)
+                connection.execute(f"DELETE FROM watching WHERE player_id IN ({marks})", chunk)
+        case Watching(player_id, race_id):
+            connection.execute(
+                "INSERT OR IGNORE INTO watching (player_id, race_id) VALUES (?, ?)",
+                (player_id, race_id),
+            )
+        case StoppedWatching(player_id, race_ids):
+            connection.executemany(
+                "DELETE FROM watching WHERE player_id = ? AND race_id = ?",
+                [(player_id, race_id) for race_id in race_ids],
+            )
         case RaceOpened(race_id, seed, options, code, created_at, tournament_id):
             connection.execute(
                 "INSERT INTO races"

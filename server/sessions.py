@@ -47,8 +47,9 @@ class Session:
     connection: ServerConnection | None = None
     race_id: str | None = None
     """The race this session races in (the latest one)."""
-    watching: set[str] = field(default_factory=set)
-    """Races this session spectates."""
+    watching: dict[str, None] = field(default_factory=dict)
+    """Races this session spectates, oldest first (a dict for its order), as journaled
+    (:class:`~server.journal.Watching`)."""
     idle_since: float | None = None
     """When the session was last left without a connection (wall clock); ``None`` while
     it has one."""

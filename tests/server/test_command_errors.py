@@ -12,6 +12,7 @@ import pytest
 
 from tests.server.test_damaged_journal import Refusal, foursquare
 
+
 def _below_a_file(directory: Path) -> Path:
     (directory / "file").touch()
     return directory / "file" / "journal.db"

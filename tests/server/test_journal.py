@@ -22,10 +22,13 @@ from server.journal import (
     CommandRecord,
     Journal,
     PlayerRecord,
+    PlayersForgotten,
     RaceOpened,
     ResultRecord,
+    StoppedWatching,
     StoredRace,
     Sync,
+    Watching,
     _command_to_json,
     command_from_json,
     command_to_json,
@@ -523,3 +526,28 @@ def test_reading_a_killed_servers_journal_leaves_its_log_for_the_next_start(
     # it on closing, and the next start would take the file for a copy without its log.
     assert log.stat().st_size > 0
     Journal(path).close()
+
+
+def test_a_version_6_journal_gains_what_its_players_watch(tmp_path: Path) -> None:
+    """Version 7 journals the races each player spectates: an older journal gets the table
+    empty, and a player's rows go when it stops watching or is forgotten."""
+    path = tmp_path / "v6.db"
+    Journal(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.executescript("DROP TABLE watching; UPDATE schema_version SET version = 6;")
+    connection.close()
+    journal = Journal(path)
+    journal.write_now(
+        PlayerRecord("eve", b"h1", "eve", False, 0.0, Role.SPECTATOR),
+        PlayerRecord("ann", b"h2", "ann", False, 0.0),
+        *(Watching("eve", race) for race in ("R1", "R2", "R3", "R2")),
+        Watching("ann", "R1"),
+        StoppedWatching("eve", ("R1",)),
+    )
+    assert Journal.load(path).watching == (
+        Watching("eve", "R2"), Watching("eve", "R3"), Watching("ann", "R1"),
+    )
+    journal.write_now(PlayersForgotten(("eve",)))
+    journal.close()
+    assert Journal.load(path).watching == (Watching("ann", "R1"),)
+    assert check_journal(path) == SCHEMA_VERSION == 7

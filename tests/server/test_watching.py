@@ -1,0 +1,142 @@
+"""What a spectator watches outlives its connection and the server: a resume after a
+restart sends the race again, or its result if it finished meanwhile."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from protocol import (
+    Boards,
+    CreateRace,
+    Error,
+    ErrorCode,
+    JoinRace,
+    LeaveRace,
+    Ok,
+    RaceFinished,
+    RaceOptions,
+    RaceSnapshot,
+    RaceState,
+    Resign,
+    Role,
+    Spectate,
+)
+from protocol.result import verify_result
+from server.config import ServerConfig
+from tests.conftest import fast_config, start_live_server
+from tests.server.test_durability import DUEL, open_duel
+from tests.server.wire_client import WireClient
+
+
+async def duel(url: str, number: int) -> tuple[WireClient, WireClient, str]:
+    """Two racers, named after ``number``, in a private race that has started."""
+    ann = await WireClient.connect(url, f"ann{number}")
+    bob = await WireClient.connect(url, f"bob{number}")
+    await ann.send(CreateRace(options=DUEL, id=ann.next_id()))
+    race = (await ann.expect(RaceSnapshot)).race
+    await bob.send(JoinRace(race=race, id=bob.next_id()))
+    await bob.expect(RaceSnapshot, race=race, state=RaceState.RUNNING)
+    return ann, bob, race
+
+
+async def watch(url: str, race: str) -> WireClient:
+    """A spectator session watching ``race``, its first state received."""
+    eve = await WireClient.connect(url, "eve", role=Role.SPECTATOR)
+    await eve.send(Spectate(race=race, id=eve.next_id()))
+    await eve.expect(RaceSnapshot, race=race)
+    return eve
+
+
+async def resign_both(url: str, *racers: WireClient) -> None:
+    """Resume each racer on ``url`` and resign it (the last resignation ends the race)."""
+    for racer in racers:
+        back = await WireClient.connect(url, racer.welcome.name, resume=racer.welcome.resume)
+        race = (await back.expect(RaceSnapshot)).race
+        await back.send(Resign(race=race, id=back.next_id()))
+        await back.expect(Ok, in_reply_to="resign")
+        await back.close()
+
+
+async def test_a_spectator_resumed_after_a_restart_watches_its_race_again(
+    tmp_path: Path,
+) -> None:
+    config = fast_config(tmp_path / "journal.db")
+    async with start_live_server(config) as first:
+        ann, bob, race = await open_duel(first.url)
+        eve = await watch(first.url, race)
+    async with start_live_server(config) as second:
+        eve = await WireClient.connect(
+            second.url, "eve", role=Role.SPECTATOR, resume=eve.welcome.resume
+        )
+        snapshot = await eve.expect(RaceSnapshot, race=race)
+        assert snapshot.state is RaceState.RUNNING and snapshot.you is None
+        await eve.expect(Boards, race=race)
+        await resign_both(second.url, ann, bob)
+        finished = await eve.expect(RaceFinished, race=race)
+        assert verify_result(finished.to_result()).ok
+        await eve.close()
+
+
+async def test_a_race_that_finished_while_its_spectator_was_away_is_sent_as_its_result(
+    tmp_path: Path,
+) -> None:
+    config = fast_config(tmp_path / "journal.db")
+    async with start_live_server(config) as first:
+        ann, bob, race = await open_duel(first.url)
+        eve = await watch(first.url, race)
+        await eve.close()
+        await resign_both(first.url, ann, bob)
+        # A lobby eve watched, that its only racer left: gone, and no result.
+        host = await WireClient.connect(first.url, "host")
+        await host.send(CreateRace(options=RaceOptions(public=False), id=host.next_id()))
+        lobby = (await host.expect(RaceSnapshot)).race
+        eve = await WireClient.connect(
+            first.url, "eve", role=Role.SPECTATOR, resume=eve.welcome.resume
+        )
+        await eve.send(Spectate(race=lobby, id=eve.next_id()))
+        await eve.expect(RaceSnapshot, race=lobby)
+        await eve.close()
+        await host.send(LeaveRace(race=lobby, id=host.next_id()))
+        await host.expect(Ok, in_reply_to="leave_race")
+    async with start_live_server(config) as second:  # the duel is over: not recovered
+        eve = await WireClient.connect(
+            second.url, "eve", role=Role.SPECTATOR, resume=eve.welcome.resume
+        )
+        finished = await eve.expect(RaceFinished, race=race)
+        assert {line.racer for line in finished.standings} == {ann.racer_id, bob.racer_id}
+        assert verify_result(finished.to_result()).ok
+        gone = await eve.expect(Error)
+        assert (gone.code, gone.in_reply_to) == (ErrorCode.RACE_NOT_FOUND, "spectate")
+        assert lobby in gone.message
+        await eve.close()
+    async with start_live_server(config) as third:  # told once: then no longer watched
+        eve = await WireClient.connect(
+            third.url, "eve", role=Role.SPECTATOR, resume=eve.welcome.resume
+        )
+        await eve.send(Spectate(race="NOSUCHRACE", id=eve.next_id()))
+        refused = await eve.expect(Error)
+        assert refused.reply_to is not None and refused.code is ErrorCode.RACE_NOT_FOUND
+        assert len(eve.received) == 2  # the welcome, and that answer: nothing else
+        await eve.close()
+
+
+async def test_a_session_watches_a_bounded_number_of_races_still_on(tmp_path: Path) -> None:
+    """Past ``watched_races``, a finished race makes room; races still on do not."""
+    config: ServerConfig = dataclasses.replace(
+        fast_config(tmp_path / "journal.db"), watched_races=2
+    )
+    async with start_live_server(config) as live:
+        duels = [await duel(live.url, number) for number in range(3)]
+        eve = await watch(live.url, duels[0][2])
+        await eve.send(Spectate(race=duels[1][2], id=eve.next_id()))
+        await eve.expect(RaceSnapshot, race=duels[1][2])
+        await eve.send(Spectate(race=duels[2][2], id=eve.next_id()))
+        refused = await eve.expect(Error)
+        assert refused.code is ErrorCode.SERVER_BUSY and refused.in_reply_to == "spectate"
+        for racer in duels[0][:2]:
+            await racer.send(Resign(race=duels[0][2], id=racer.next_id()))
+        await eve.expect(RaceFinished, race=duels[0][2])
+        await eve.send(Spectate(race=duels[2][2], id=eve.next_id()))
+        await eve.expect(RaceSnapshot, race=duels[2][2])
+        await eve.close()
