@@ -131,7 +131,10 @@ class TournamentApp(NetworkApp):
             await self.connection.send(WatchTournament(tournament=code))
             self.say(describe_error(error))
         elif error.in_reply_to == "spectate":
-            pass  # the race ended before we asked: the standings have its result
+            # The race ended before we asked, or (after a restart) is gone: the standings
+            # have its result, and it is in progress no more.
+            self.tournament.forget_unlisted()
+            self._show_watched()
         else:
             await super().receive(error)
 

@@ -92,6 +92,14 @@ class TournamentTracker:
             self.races[race_id] = RaceTracker()
         return new[:room]
 
+    def forget_unlisted(self) -> None:
+        """Forget every followed race the state no longer lists, finished or not: the
+        server said one of them is gone (a ``spectate`` refused, or a watched race that
+        left no result after a restart), so no last message is on its way any more."""
+        listed = {race.race for race in self.state.races} if self.state else set()
+        for race_id in [race_id for race_id in self.races if race_id not in listed]:
+            del self.races[race_id]
+
     def follows(self, message: ServerMessage) -> bool:
         """Whether ``message`` is about a race this tracker follows (and not one we race)."""
         race = getattr(message, "race", None)

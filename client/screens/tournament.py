@@ -85,6 +85,11 @@ class TournamentScreen(ClientScreen):
         self.refresh_from_tracker()
         self.set_interval(1.0, self._show_phase)
 
+    def on_screen_resume(self) -> None:
+        """Back on top (from a watched race): redraw, since only the screen on top is
+        redrawn as messages come, and the standings and races have moved on meanwhile."""
+        self.refresh_from_tracker()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Entrant keys only for entrants; the arena key only in an arena."""
         if action == "leave_or_enter":

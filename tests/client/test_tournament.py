@@ -266,3 +266,45 @@ async def test_a_player_early_for_registration_is_entered_when_it_opens(
         await pilot.pause()
         assert text_of(app, "#entrant-line") == "You finished in place 1."
     await host.close()
+
+
+async def test_the_standings_are_current_after_watching_a_race_through_the_round_end(
+    live_server: LiveServer,
+) -> None:
+    """A spectator opens a race, stays on it while the round ends, and comes back: the
+    standings and the races shown are the tournament's now, not as they were when it left."""
+    host = await open_tournament(live_server.url, name="cup", rounds=1, race_size=2)
+    bots = [
+        await BotPlayer.enter(live_server.url, f"bot{n}", host.code, "random", seed=n, pace=0.05)
+        for n in range(4)
+    ]
+    spectator = Connection(live_server.url, "eve", role=Role.SPECTATOR, backoff=QUICK_RETRY)
+    app = TournamentApp(spectator, host.code, playing=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: len(standings_screen(app).standings_text()) == 4,
+                         "four entrants")
+        await host.until(lambda s: len(s.standings) == 4)
+        plays = [asyncio.create_task(bot.play(finished)) for bot in bots]
+        await host.control(HostAction.START)
+        screen = standings_screen(app)
+        await wait_until(pilot, lambda: bool(screen.race_ids), "a race to watch")
+        await pilot.press("1")
+        await wait_until(pilot, lambda: showing(app, TournamentRaceScreen), "the watched race")
+        await wait_until(pilot, lambda: app.tournament.state is not None
+                         and finished(app.tournament.state), "the end, while watching")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: showing(app, TournamentScreen), "the standings again")
+        await pilot.pause()
+        state = app.tournament.state
+        assert state is not None
+        rows = standings_screen(app).standings_text()
+        assert [(row[2], row[5]) for row in rows] == [
+            (str(line.points), str(line.games)) for line in state.standings
+        ]
+        assert [row[5] for row in rows] == ["1"] * 4
+        assert text_of(app, "#races-heading") == "No race in progress."
+        assert text_of(app, "#phase") == "Finished · final standings."
+    await wait_all(*plays)
+    for bot in bots:
+        await bot.close()
+    await host.close()

@@ -117,6 +117,9 @@ def test_races_are_followed_up_to_a_limit_but_never_our_own() -> None:
     assert "R00" not in tracker.races and "R01" not in tracker.races
     assert "R02" in tracker.races
     assert new == [r.race for r in races[FOLLOWED_RACES : FOLLOWED_RACES + 2]], "two freed"
+    # The server says a race we followed is gone: the unlisted ones are forgotten at once.
+    tracker.forget_unlisted()
+    assert "R02" not in tracker.races and set(tracker.races) <= {r.race for r in races[3:]}
 
 
 def test_a_tournament_code_the_protocol_would_refuse_is_refused_before_connecting(
