@@ -33,14 +33,20 @@ if TYPE_CHECKING:
 def binary_frame(payload: bytes) -> bytes:
     """``payload`` as one unmasked, final binary websocket frame (RFC 6455, 5.2), as a
     server sends it with no extension negotiated (the server turns compression off)."""
-    size = len(payload)
+    return _frame_header(len(payload)) + payload
+
+
+def _frame_header(size: int) -> bytes:
+    """The header of a binary frame of ``size`` bytes of payload."""
     if size < 126:
-        header = bytes((0x82, size))
-    elif size < 1 << 16:
-        header = b"\x82\x7e" + size.to_bytes(2, "big")
-    else:
-        header = b"\x82\x7f" + size.to_bytes(8, "big")
-    return header + payload
+        return bytes((0x82, size))
+    if size < 1 << 16:
+        return b"\x82\x7e" + size.to_bytes(2, "big")
+    return b"\x82\x7f" + size.to_bytes(8, "big")
+
+
+Part = bytes | memoryview
+"""A piece of what is written to a connection: frames, or a frame's parts."""
 
 
 class Frames:
@@ -49,7 +55,7 @@ class Frames:
 
     def __init__(self, limit: int):
         self._limit = limit
-        self._pending: dict[ServerConnection, list[bytes]] = {}
+        self._pending: dict[ServerConnection, list[Part]] = {}
 
     def add(self, connections: Collection[ServerConnection], message: bytes) -> None:
         """Queue ``message`` (one encoded message) for every connection in ``connections``."""
@@ -61,6 +67,14 @@ class Frames:
                 pending[connection] = [frame]
             else:
                 frames.append(frame)
+
+    def add_parts(self, connection: ServerConnection, *payload: Part) -> None:
+        """Queue one message for ``connection`` whose encoding is ``payload``'s parts in
+        order (see :func:`protocol.codec.with_field`): framed without joining them, so a
+        part shared by many recipients is not copied for each."""
+        frames = self._pending.setdefault(connection, [])
+        frames.append(_frame_header(sum(len(part) for part in payload)))
+        frames.extend(payload)
 
     def flush(self) -> None:
         """Write everything queued, then forget it."""
@@ -77,7 +91,7 @@ def send(connections: Collection[ServerConnection], message: bytes, limit: int) 
         _write(connection, frames, limit)
 
 
-def _write(connection: ServerConnection, frames: Collection[bytes], limit: int) -> None:
+def _write(connection: ServerConnection, frames: Collection[Part], limit: int) -> None:
     """Write ``frames`` (whole websocket frames) to ``connection`` at once.
 
     Straight to the transport: for a data frame in the open state, ``websockets``'

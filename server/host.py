@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from protocol import RacePar, ServerMessage, encode
+from protocol.codec import with_field
 from protocol.result import RaceResult
 from server import fanout
 from server import race as core
@@ -361,9 +362,11 @@ class RaceHost:
                 log_event("race_start", race=self.race_id, racers=len(self.race.racer_ids))
                 continue
             if isinstance(event, core.RaceChanged):
-                message: ServerMessage | None = self.snapshot_for(None, None)
-            elif isinstance(event, core.MoveAccepted):
-                message = placed_message(self.race_id, event, item.reply_to)
+                skip = item.commander if item.direct else None  # has its own already
+                self._add_snapshot(frames, send.to, skip)
+                continue
+            if isinstance(event, core.MoveAccepted):
+                message: ServerMessage | None = placed_message(self.race_id, event, item.reply_to)
                 if item.received_at is not None:
                     self._metrics.moves_total += 1
                     latency = self._loop.time() - item.received_at
@@ -372,13 +375,34 @@ class RaceHost:
                 message = event_message(self.race_id, event, item.now)
             if message is None:
                 continue
-            connections = self._recipients(send.to)
-            if isinstance(event, core.RaceChanged) and item.direct and item.commander:
-                connections = [c for c in connections if c is not item.commander]
-            frames.add(connections, encode(message))
+            frames.add(self._recipients(send.to), encode(message))
             if isinstance(event, core.RaceFinished):
                 frames.flush()  # what follows the finish elsewhere must come after it
                 self._finished(event.result)
+
+    def _add_snapshot(
+        self, frames: fanout.Frames, to: core.Recipient, skip: ServerConnection | None
+    ) -> None:
+        """Queue the race's snapshot for ``to`` (but ``skip``): each racer's copy with its
+        own ``you``, the spectators' without.
+
+        The snapshot is encoded once; a racer's copy is that encoding with ``you`` put in
+        front (:func:`protocol.codec.with_field`), the rest shared, not copied: a lobby of
+        1,000 racers costs one encoding and 1,000 small heads per snapshot, not 1,000
+        encodings of a list of 1,000 racers.
+        """
+        shared = encode(self.snapshot_for(None, None))
+        racers = [to] if isinstance(to, str) else (
+            () if to is core.Audience.SPECTATORS else self.race.racer_ids
+        )
+        seen = {skip}
+        for racer_id in racers:
+            connection = self._racer_connection(racer_id)
+            if connection is not None and connection not in seen:
+                seen.add(connection)
+                frames.add_parts(connection, *with_field(shared, "you", racer_id))
+        if to in (core.Audience.SPECTATORS, core.Audience.EVERYONE):
+            frames.add([c for c in self.spectators if c not in seen], shared)
 
     def _recipients(self, to: core.Recipient) -> Collection[ServerConnection]:
         if isinstance(to, str):  # one racer: most messages (a move's placed and card)

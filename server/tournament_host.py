@@ -22,7 +22,7 @@ from websockets.protocol import State
 
 from engine import Ruleset
 from protocol import ErrorCode, ProtocolError, RaceFinished, Role
-from protocol.codec import encode
+from protocol.codec import encode, with_field
 from protocol.schema import show
 from protocol.tournament import (
     TOURNAMENT_CLIENT_MESSAGES,
@@ -37,7 +37,6 @@ from protocol.tournament import (
     TournamentCreated,
     TournamentExport,
     TournamentRaceInfo,
-    TournamentServerMessage,
     TournamentStanding,
     TournamentState,
     TournamentStatus,
@@ -301,7 +300,8 @@ class TournamentDesk:
             ):
                 tournament = self._find(code)
                 command = self._host_command(tournament, token, action, entrant)
-                self._apply(tournament, command, (connection, None, reply_to))
+                you = session.session_id if session.session_id in tournament.entrants else None
+                self._apply(tournament, command, (connection, you, reply_to))
             case JoinTournament(tournament=code, id=reply_to):
                 if session.role is not Role.PLAYER:
                     raise _Refused(
@@ -450,13 +450,12 @@ class TournamentDesk:
             elif isinstance(event, EntrantRemoved) and event.race_id in self.server.hosts:
                 with contextlib.suppress(core.RaceError):
                     self.server.hosts[event.race_id].apply(core.Resign(event.entrant_id))
-        messages: list[tuple[Iterable[ServerConnection], TournamentServerMessage]] = []
+        answer = None
         if reply is not None:
             connection, you, reply_to = reply
-            messages.append(([connection], self.state_message(tournament, you, reply_to)))
-        if events:
-            messages.append((self._audience(tournament), self.state_message(tournament)))
-        self._queue(committed, lambda: self._send_all(messages))
+            answer = (connection, encode_tournament(self.state_message(tournament, you, reply_to)))
+        state = self.state_message(tournament) if events else None
+        self._queue(committed, lambda: self._send_state(tournament, answer, state))
         if tournament.waiting_for_seed:
             self._search_for_arena(tournament)
         self._wake.set()
@@ -499,11 +498,32 @@ class TournamentDesk:
         session = self.server.sessions.get(entrant_id)
         return session is not None and session.connection is not None
 
-    def _audience(self, tournament: Tournament) -> set[ServerConnection]:
-        watchers = self._watchers.setdefault(tournament.code, set())
-        watchers -= {c for c in watchers if c.state is State.CLOSED}
-        entrants = (self.server.sessions.get(entrant_id) for entrant_id in tournament.entrants)
-        return watchers | {s.connection for s in entrants if s and s.connection is not None}
+    def _send_state(
+        self,
+        tournament: Tournament,
+        answer: tuple[ServerConnection, bytes] | None,
+        state: TournamentState | None,
+    ) -> None:
+        """Send the answer to a request, if any, then ``state`` to everyone who follows
+        the tournament: each connected entrant's copy with its own ``you``, the watchers'
+        without. The state is encoded once; an entrant's copy is that encoding with ``you``
+        put in front (:func:`protocol.codec.with_field`)."""
+        frames = fanout.Frames(self.server.config.send_buffer_limit)
+        if answer is not None:
+            frames.add(answer[:1], answer[1])
+        if state is not None:
+            shared = encode_tournament(state)
+            seen: set[ServerConnection] = set()
+            for entrant_id in tournament.entrants:
+                session = self.server.sessions.get(entrant_id)
+                connection = session.connection if session is not None else None
+                if connection is not None and connection not in seen:
+                    seen.add(connection)
+                    frames.add_parts(connection, *with_field(shared, "you", entrant_id))
+            watchers = self._watchers.setdefault(tournament.code, set())
+            watchers -= {c for c in watchers if c.state is State.CLOSED}
+            frames.add(watchers - seen, shared)
+        frames.flush()
 
     def _seed_source(self, code: str, settings: TournamentSettings) -> SeedSource:
         if settings.seed_policy == "winnable":
@@ -518,12 +538,6 @@ class TournamentDesk:
 
     def _send(self, connections: Iterable[ServerConnection], frame: bytes) -> None:
         fanout.send(tuple(connections), frame, self.server.config.send_buffer_limit)
-
-    def _send_all(
-        self, messages: list[tuple[Iterable[ServerConnection], TournamentServerMessage]]
-    ) -> None:
-        for connections, message in messages:
-            self._send(connections, encode_tournament(message))
 
     async def _pump(self) -> None:
         """Deliver queued messages in order, each once its journal write is committed."""

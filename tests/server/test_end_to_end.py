@@ -251,7 +251,7 @@ async def test_the_other_racers_see_a_racer_drop_and_come_back_mid_race(
     back = await WireClient.connect(live_server.url, "ann", resume=token)
     while not ann_connected(seen):
         seen = await bob.expect(RaceSnapshot)
-    assert seen.state is RaceState.RUNNING and seen.you is None
+    assert seen.state is RaceState.RUNNING and seen.you == bob.racer_id  # its own copy
     assert ann_out_at(seen) is None  # back in time: it races on
     await back.close()
     await bob.close()
@@ -428,3 +428,32 @@ async def test_a_place_after_ones_game_is_over_is_refused_as_the_protocol_says(
     assert isinstance(again, MovePlaced)
     await ann.close()
     await bob.close()
+
+
+async def test_every_snapshot_to_a_racer_names_it_and_none_to_a_spectator_does(
+    live_server: LiveServer,
+) -> None:
+    """``you`` in the lobby, the countdown, the start and the finish, each racer's own;
+    the same snapshots to a spectator carry none."""
+    options = RaceOptions(max_racers=3, min_racers=2, countdown=1, public=False)
+    ann = await WireClient.connect(live_server.url, "ann")
+    bob = await WireClient.connect(live_server.url, "bob", bot=True)
+    await ann.send(CreateRace(options=options, id=ann.next_id()))
+    race = (await ann.expect(RaceSnapshot)).race
+    eve = await WireClient.connect(live_server.url, "eve", role=Role.SPECTATOR)
+    await eve.send(Spectate(race=race, id=eve.next_id()))
+    await eve.expect(RaceSnapshot)
+    await bob.send(JoinRace(race=race, id=bob.next_id()))
+    for racer in (ann, bob):
+        await racer.expect(RaceSnapshot, state=RaceState.RUNNING)
+        await racer.send(Resign(race=race, id=racer.next_id()))
+    for watcher in (ann, bob, eve):
+        await watcher.expect(RaceFinished)
+    states = set()
+    for watcher, you in ((ann, ann.racer_id), (bob, bob.racer_id), (eve, None)):
+        snapshots = [m for m in watcher.received if isinstance(m, RaceSnapshot)]
+        assert {s.you for s in snapshots} == {you}, watcher.welcome.name
+        states |= {s.state for s in snapshots}
+    assert {RaceState.LOBBY, RaceState.COUNTDOWN, RaceState.RUNNING} <= states
+    for client in (ann, bob, eve):
+        await client.close()

@@ -12,6 +12,7 @@ from protocol.tournament import (
     HostAction,
     JoinTournament,
     TournamentFormat,
+    TournamentState,
     TournamentStatus,
 )
 from server.tournament_export import document_from, verify_document
@@ -188,3 +189,30 @@ async def test_a_tournament_race_counts_down_before_its_first_card(tmp_path: Pat
             assert kinds.index(CardToPlace) > kinds.index(RaceSnapshot)
         for player in (*players, host):
             await player.close()
+
+
+async def test_every_tournament_state_to_an_entrant_names_it(live_server: LiveServer) -> None:
+    """An entrant's ``tournament`` messages, answers and broadcasts alike, carry its ``you``;
+    a watcher's carry none."""
+    host = await Host.start(live_server.url)
+    code = await host.create(name="you", rounds=1, race_size=2)
+    await host.control(HostAction.OPEN)
+    watcher = await Player.connect(live_server.url, "watcher")
+    await watcher.watch(code)
+    entrants = [await BotPlayer.enter(live_server.url, f"bot{n}", code) for n in range(2)]
+    for entrant in entrants:
+        await entrant.until(lambda state: len(state.standings) == 2)
+    await watcher.until(lambda state: len(state.standings) == 2)
+    await host.control(HostAction.START)
+    for entrant in entrants:
+        await entrant.until(lambda state: bool(state.races))
+    def states(player: Player) -> list[TournamentState]:
+        received: list[object] = list(player.client.received)
+        return [m for m in received if isinstance(m, TournamentState)]
+
+    for entrant in entrants:
+        assert len(states(entrant)) >= 3
+        assert {s.you for s in states(entrant)} == {entrant.player_id}
+    assert {s.you for s in states(watcher)} == {None}
+    for player in (host, watcher, *entrants):
+        await player.close()
