@@ -196,8 +196,8 @@ class RaceTracker:
     fog_line: int | None = None
     """How many cards of each board the fog lets a spectator see (``None``: all of them)."""
     you: str | None = None
-    """Our racer id in this race, or ``None`` when watching. Only the snapshot sent to us
-    on joining names us; the ones broadcast to the whole race do not."""
+    """Our racer id in this race, or ``None`` when watching (every snapshot the server
+    sends a racer names it; a spectator's name nobody)."""
 
     @property
     def race(self) -> str | None:
