@@ -5,9 +5,11 @@ enter a tournament from the command's runner."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 
 import pytest
+from textual.pilot import Pilot
 
 from cli.main import main
 from client.connection import Connection
@@ -51,6 +53,32 @@ def standings_screen(app: TournamentApp) -> TournamentScreen:
 
 def text_of(app: TournamentApp, selector: str) -> str:
     return str(app.screen.query_one(selector).render())
+
+
+@contextlib.asynccontextmanager
+async def spectating_a_started_tournament(
+    url: str, rounds: int
+) -> AsyncIterator[tuple[Pilot[int], TournamentApp, Host]]:
+    """A spectator's app on a tournament of four bots in races of two, its first round
+    started; the bots play it to its end, and everyone leaves after the block."""
+    host = await open_tournament(url, name="cup", rounds=rounds, race_size=2)
+    bots = [
+        await BotPlayer.enter(url, f"bot{n}", host.code, "random", seed=n, pace=0.05)
+        for n in range(4)
+    ]
+    spectator = Connection(url, "eve", role=Role.SPECTATOR, backoff=QUICK_RETRY)
+    app = TournamentApp(spectator, host.code, playing=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: len(standings_screen(app).standings_text()) == 4,
+                         "four entrants")
+        await host.until(lambda s: len(s.standings) == 4)
+        plays = [asyncio.create_task(bot.play(finished)) for bot in bots]
+        await host.control(HostAction.START)
+        yield pilot, app, host
+    await wait_all(*plays)
+    for bot in bots:
+        await bot.close()
+    await host.close()
 
 
 async def test_an_entrant_races_a_round_by_key_presses_and_comes_back_to_the_standings(
@@ -134,19 +162,7 @@ async def test_an_entrant_whose_connection_drops_mid_race_resumes_and_finishes(
 async def test_a_spectator_follows_the_races_and_sees_the_standings_after_a_round(
     live_server: LiveServer,
 ) -> None:
-    host = await open_tournament(live_server.url, name="cup", rounds=2, race_size=2)
-    bots = [
-        await BotPlayer.enter(live_server.url, f"bot{n}", host.code, "random", seed=n, pace=0.05)
-        for n in range(4)
-    ]
-    spectator = Connection(live_server.url, "eve", role=Role.SPECTATOR, backoff=QUICK_RETRY)
-    app = TournamentApp(spectator, host.code, playing=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: len(standings_screen(app).standings_text()) == 4,
-                         "four entrants")
-        await host.until(lambda s: len(s.standings) == 4)
-        plays = [asyncio.create_task(bot.play(finished)) for bot in bots]
-        await host.control(HostAction.START)
+    async with spectating_a_started_tournament(live_server.url, rounds=2) as (pilot, app, host):
         screen = standings_screen(app)
         await wait_until(pilot, lambda: any(
             board.entries for board in screen.query(Leaderboard)
@@ -179,10 +195,6 @@ async def test_a_spectator_follows_the_races_and_sees_the_standings_after_a_roun
         await host.control(HostAction.END)
         await wait_until(pilot, lambda: app.tournament.state is not None
                          and finished(app.tournament.state), "the end")
-    await wait_all(*plays)
-    for bot in bots:
-        await bot.close()
-    await host.close()
 
 
 async def test_an_arena_entrant_waits_to_be_paired_and_can_take_a_break(
@@ -273,19 +285,7 @@ async def test_the_standings_are_current_after_watching_a_race_through_the_round
 ) -> None:
     """A spectator opens a race, stays on it while the round ends, and comes back: the
     standings and the races shown are the tournament's now, not as they were when it left."""
-    host = await open_tournament(live_server.url, name="cup", rounds=1, race_size=2)
-    bots = [
-        await BotPlayer.enter(live_server.url, f"bot{n}", host.code, "random", seed=n, pace=0.05)
-        for n in range(4)
-    ]
-    spectator = Connection(live_server.url, "eve", role=Role.SPECTATOR, backoff=QUICK_RETRY)
-    app = TournamentApp(spectator, host.code, playing=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: len(standings_screen(app).standings_text()) == 4,
-                         "four entrants")
-        await host.until(lambda s: len(s.standings) == 4)
-        plays = [asyncio.create_task(bot.play(finished)) for bot in bots]
-        await host.control(HostAction.START)
+    async with spectating_a_started_tournament(live_server.url, rounds=1) as (pilot, app, _):
         screen = standings_screen(app)
         await wait_until(pilot, lambda: bool(screen.race_ids), "a race to watch")
         await pilot.press("1")
@@ -304,7 +304,3 @@ async def test_the_standings_are_current_after_watching_a_race_through_the_round
         assert [row[5] for row in rows] == ["1"] * 4
         assert text_of(app, "#races-heading") == "No race in progress."
         assert text_of(app, "#phase") == "Finished · final standings."
-    await wait_all(*plays)
-    for bot in bots:
-        await bot.close()
-    await host.close()

@@ -48,6 +48,19 @@ async def watch(url: str, race: str) -> WireClient:
     return eve
 
 
+async def watched_duel(url: str) -> tuple[WireClient, WireClient, str, WireClient]:
+    """Ann and Bob racing, and Eve watching them."""
+    ann, bob, race = await open_duel(url)
+    return ann, bob, race, await watch(url, race)
+
+
+async def resumed(url: str, spectator: WireClient) -> WireClient:
+    """``spectator``'s session, resumed on a new connection to ``url``."""
+    return await WireClient.connect(
+        url, spectator.welcome.name, role=Role.SPECTATOR, resume=spectator.welcome.resume
+    )
+
+
 async def resign_both(url: str, *racers: WireClient) -> None:
     """Resume each racer on ``url`` and resign it (the last resignation ends the race)."""
     for racer in racers:
@@ -59,16 +72,13 @@ async def resign_both(url: str, *racers: WireClient) -> None:
 
 
 async def test_a_spectator_resumed_after_a_restart_watches_its_race_again(
-    tmp_path: Path,
+    server_config: ServerConfig,
 ) -> None:
-    config = fast_config(tmp_path / "journal.db")
+    config = server_config  # the same journal for every server of the test
     async with start_live_server(config) as first:
-        ann, bob, race = await open_duel(first.url)
-        eve = await watch(first.url, race)
+        ann, bob, race, eve = await watched_duel(first.url)
     async with start_live_server(config) as second:
-        eve = await WireClient.connect(
-            second.url, "eve", role=Role.SPECTATOR, resume=eve.welcome.resume
-        )
+        eve = await resumed(second.url, eve)
         snapshot = await eve.expect(RaceSnapshot, race=race)
         assert snapshot.state is RaceState.RUNNING and snapshot.you is None
         await eve.expect(Boards, race=race)
@@ -79,30 +89,25 @@ async def test_a_spectator_resumed_after_a_restart_watches_its_race_again(
 
 
 async def test_a_race_that_finished_while_its_spectator_was_away_is_sent_as_its_result(
-    tmp_path: Path,
+    server_config: ServerConfig,
 ) -> None:
-    config = fast_config(tmp_path / "journal.db")
+    config = server_config  # the same journal for every server of the test
     async with start_live_server(config) as first:
-        ann, bob, race = await open_duel(first.url)
-        eve = await watch(first.url, race)
+        ann, bob, race, eve = await watched_duel(first.url)
         await eve.close()
         await resign_both(first.url, ann, bob)
         # A lobby eve watched, that its only racer left: gone, and no result.
         host = await WireClient.connect(first.url, "host")
         await host.send(CreateRace(options=RaceOptions(public=False), id=host.next_id()))
         lobby = (await host.expect(RaceSnapshot)).race
-        eve = await WireClient.connect(
-            first.url, "eve", role=Role.SPECTATOR, resume=eve.welcome.resume
-        )
+        eve = await resumed(first.url, eve)
         await eve.send(Spectate(race=lobby, id=eve.next_id()))
         await eve.expect(RaceSnapshot, race=lobby)
         await eve.close()
         await host.send(LeaveRace(race=lobby, id=host.next_id()))
         await host.expect(Ok, in_reply_to="leave_race")
     async with start_live_server(config) as second:  # the duel is over: not recovered
-        eve = await WireClient.connect(
-            second.url, "eve", role=Role.SPECTATOR, resume=eve.welcome.resume
-        )
+        eve = await resumed(second.url, eve)
         finished = await eve.expect(RaceFinished, race=race)
         assert {line.racer for line in finished.standings} == {ann.racer_id, bob.racer_id}
         assert verify_result(finished.to_result()).ok
@@ -111,9 +116,7 @@ async def test_a_race_that_finished_while_its_spectator_was_away_is_sent_as_its_
         assert lobby in gone.message
         await eve.close()
     async with start_live_server(config) as third:  # told once: then no longer watched
-        eve = await WireClient.connect(
-            third.url, "eve", role=Role.SPECTATOR, resume=eve.welcome.resume
-        )
+        eve = await resumed(third.url, eve)
         await eve.send(Spectate(race="NOSUCHRACE", id=eve.next_id()))
         refused = await eve.expect(Error)
         assert refused.reply_to is not None and refused.code is ErrorCode.RACE_NOT_FOUND
