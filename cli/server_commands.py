@@ -59,7 +59,10 @@ def register(subparsers: Subparsers) -> None:
     )
     serve_parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve_parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
-    serve_parser.add_argument("--db", help="SQLite journal file (default foursquare.db)")
+    serve_parser.add_argument(
+        "--db", help="the store: an SQLite journal file (default foursquare.db) or a "
+        "postgresql:// URL"
+    )
     serve_parser.add_argument(
         "--metrics-port",
         type=int,
@@ -140,7 +143,10 @@ def register(subparsers: Subparsers) -> None:
         description="Print the result record the server journaled for a race.",
     )
     result_parser.add_argument("race", help="the race id")
-    result_parser.add_argument("--db", help="SQLite journal file (default foursquare.db)")
+    result_parser.add_argument(
+        "--db", help="the server's store: its SQLite journal file (default foursquare.db) or "
+        "its postgresql:// URL"
+    )
     result_parser.set_defaults(run=run_result)
 
     verify_parser = subparsers.add_parser(
@@ -211,7 +217,7 @@ def run_serve(args: argparse.Namespace) -> int:
             except JournalRefused as refusal:
                 if not (args.new_journal and refusal.damaged):
                     raise
-                moved = set_aside(refusal.path, datetime.now())
+                moved = set_aside(Path(refusal.path), datetime.now())
                 print(f"warning: the journal {refusal.path} {refusal.problem}; moved it aside "
                       f"to {', '.join(map(str, moved))} and starting a new journal",
                       file=sys.stderr)
@@ -237,20 +243,18 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_result(args: argparse.Namespace) -> int:
     """Print the stored result of a race; exit 1 if there is none, 2 if the journal may
     not be opened."""
-    from pathlib import Path
-
     from server.config import ServerConfig
-    from server.journal import Journal
     from server.journal_file import JournalRefused
+    from server.store import load_result, shown
 
     db = ServerConfig.from_environment(db=args.db).db
     try:
-        result = Journal.load_result(Path(db), args.race.upper())
+        result = load_result(db, args.race.upper())
     except JournalRefused as refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
     if result is None:
-        print(f"error: race {args.race} has no result in {db}", file=sys.stderr)
+        print(f"error: race {args.race} has no result in {shown(db)}", file=sys.stderr)
         return 1
     print(result.to_json())
     return 0

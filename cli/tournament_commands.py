@@ -91,7 +91,10 @@ def register(subparsers: Subparsers) -> None:
     source.add_argument(
         "--server", default=DEFAULT_SERVER, help=f"ask this server (default {DEFAULT_SERVER})"
     )
-    source.add_argument("--db", type=Path, help="read the server's database file instead")
+    source.add_argument(
+        "--db", help="read the server's store instead: its SQLite journal file or its "
+        "postgresql:// URL"
+    )
     ca_file_argument(export)
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.add_argument("-o", "--output", type=Path, help="write here (default: stdout)")
@@ -383,15 +386,15 @@ def _export_from_server(server: str, code: str, ca_file: str | None) -> Tourname
     return answer
 
 
-def _export_from_db(path: Path, code: str) -> TournamentExport:
+def _export_from_db(db: str, code: str) -> TournamentExport:
     import time
 
+    from server.store import load_tournaments, shown
     from server.tournament_host import tournament_export
-    from server.tournament_store import load_tournaments
 
-    found = load_tournaments(path, code=code)
+    found = load_tournaments(db, code=code)
     if not found:
-        raise CommandFailed(f"there is no tournament {code} in {path}")
+        raise CommandFailed(f"there is no tournament {code} in {shown(db)}")
     return tournament_export(found[0], time.time())
 
 

@@ -16,7 +16,6 @@ import ssl
 import sys
 import weakref
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -49,8 +48,6 @@ from server.connection import Message, RaceConnection
 from server.expiry import SessionExpiry
 from server.host import RaceHost
 from server.journal import (
-    DisabledJournal,
-    Journal,
     PlayerRecord,
     PlayerSeen,
     RaceOpened,
@@ -60,7 +57,7 @@ from server.journal import (
     replay_commands,
     unplayed,
 )
-from server.journal_file import JournalRefused, refusing
+from server.journal_file import JournalRefused
 from server.logs import LogBudget, failure, log_event
 from server.metrics import CONTENT_TYPE, Metrics
 from server.metrics_listener import PATH as METRICS_PATH
@@ -69,6 +66,7 @@ from server.outgoing import card_message, millis, race_options
 from server.pars import ParQueue
 from server.rate_limit import TokenBucket
 from server.sessions import Session, SessionRegistry
+from server.store import Store, open_store, shown
 from server.tournament_host import TournamentDesk
 from server.winnable import SeedRefused, WinnableSeeds
 
@@ -123,7 +121,7 @@ class RaceServer:
         self.failure_sentence: str | None = None
         """Why the server stopped on its own (its journal failed while it ran), as a
         sentence to show; ``None`` while it has not."""
-        self._journal: Journal | None = None
+        self._journal: Store | None = None
         self.tournaments = TournamentDesk(self)
         self._server: Server | None = None
         self._stopped = asyncio.Event()
@@ -151,8 +149,8 @@ class RaceServer:
         return f"http://{_authority(self.config.metrics_host, self.metrics_port)}{METRICS_PATH}"
 
     @property
-    def journal(self) -> Journal:
-        """The open journal (after :meth:`start`)."""
+    def journal(self) -> Store:
+        """The open store (after :meth:`start`)."""
         if self._journal is None:
             raise RuntimeError("the server has not started")
         return self._journal
@@ -191,29 +189,23 @@ class RaceServer:
             if self._expiry is not None:
                 self._expiry.stop()
             if self._journal is not None:
-                await asyncio.to_thread(self._journal.close)
+                await self._journal.aclose()
             raise
         self.winnable.start()
         log_event(
             "server_start",
             url=self.url,
             metrics=self.metrics_url,
-            db=self.config.db if self.config.journal else None,
+            db=shown(self.config.db) if self.config.journal else None,
             sync=self.config.sync.value,
             races=len(self.hosts),
         )
 
     async def _open_journal(self) -> None:
-        """Open the journal (checked), and bring back its races and tournaments."""
-        if not self.config.journal:
-            self._journal = DisabledJournal()
-            self.tournaments.start()
-            return
-        # SQLite errors here mean the journal cannot be read: a sentence, not a traceback.
-        with refusing(Path(self.config.db)):
-            self._journal = await asyncio.to_thread(Journal, self.config.db, sync=self.config.sync)
-            self._recover(await asyncio.to_thread(self._journal.recovered))
-            self.tournaments.start()
+        """Open the store (checked), and bring back its races and tournaments."""
+        self._journal = await open_store(self.config)
+        self._recover(await self._journal.recover())
+        await self.tournaments.start()
 
     async def _listen(self, tls: ssl.SSLContext | None) -> Server:
         return await serve(
@@ -255,7 +247,7 @@ class RaceServer:
                 seen = [PlayerSeen(s.session_id, now) for s in self.sessions.connected()]
                 if seen:
                     self._journal.submit(*seen)
-            await asyncio.to_thread(self._journal.close)
+            await self._journal.aclose()
         await self._close_all(CloseCode.GOING_AWAY, "the server is shutting down")
         if self._server is not None:
             await self._server.wait_closed()
@@ -375,10 +367,10 @@ class RaceServer:
             "server_failing", logging.ERROR, reason="the journal cannot write", error=repr(error)
         )
         self.failure_sentence = (
-            f"the journal {self.config.db} failed while the server ran ({error}), so the server "
-            "stopped without answering the moves it could not write: fix the cause (a full "
-            "disk, a file removed or damaged) and start it again, which brings back every "
-            "acknowledged move"
+            f"the journal {shown(self.config.db)} failed while the server ran ({error}), so the "
+            "server stopped without answering the moves it could not write: fix the cause (a "
+            "full disk, a file removed or damaged, a database down or taken over by another "
+            "server) and start it again, which brings back every acknowledged move"
         )
         stopping = asyncio.create_task(self.stop())
         self._closing.add(stopping)
@@ -610,7 +602,7 @@ class RaceServer:
             return
         self._stop_watching(session, gone)
         try:
-            results = await asyncio.to_thread(self.journal.results, gone)
+            results = await self.journal.read_results(gone)
         except JournalRefused as refusal:  # unreadable now: the refusals below say so
             log_event("journal_error", logging.ERROR, error=str(refusal))
             results = {}

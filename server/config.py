@@ -49,9 +49,16 @@ class ServerConfig:
     metrics_request_bytes: int = 8192
     """Bytes of request line and headers the metrics port reads before it answers 400."""
     db: str = "foursquare.db"
+    """The store: an SQLite journal file, or a ``postgresql://`` URL (see
+    :mod:`server.store`)."""
     sync: Sync = Sync.NORMAL
     """What a journal commit survives: a killed server (``normal``) or also a power loss
-    (``full``, one ``fsync`` per group commit)."""
+    (``full``, one ``fsync`` per group commit). SQLite only: PostgreSQL's commits are
+    what its own ``synchronous_commit`` makes them."""
+    store_timeout: float = 5.0
+    """Seconds PostgreSQL has to connect, or to commit a transaction, before the store
+    counts as unavailable (the moves waiting on it are not acknowledged); a database that
+    does not answer would otherwise hold every move for good."""
     journal: bool = True
     """``False`` only to measure the journal's cost: nothing is stored, nothing recovered."""
     quick_countdown: float = 5.0

@@ -18,10 +18,11 @@ import asyncio
 from collections.abc import Callable
 
 from server.config import Clock, ServerConfig
-from server.journal import Journal, PlayersForgotten
+from server.journal import PlayersForgotten
 from server.logs import log_event
 from server.metrics import Metrics
 from server.sessions import Session, SessionRegistry
+from server.store import Store
 
 
 class SessionExpiry:
@@ -31,7 +32,7 @@ class SessionExpiry:
         self,
         config: ServerConfig,
         sessions: SessionRegistry,
-        journal: Journal,
+        journal: Store,
         metrics: Metrics,
         held: Callable[[Session], bool],
     ) -> None:

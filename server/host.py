@@ -30,11 +30,12 @@ from protocol.result import RaceResult
 from server import fanout
 from server import race as core
 from server.config import Clock
-from server.journal import CommandRecord, Journal, Record, ResultRecord
+from server.journal import CommandRecord, Record, ResultRecord
 from server.logs import failure, log_event
 from server.metrics import Metrics
 from server.outgoing import event_message, placed_message, snapshot_message
 from server.sessions import SessionRegistry
+from server.store import Store
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
@@ -68,7 +69,7 @@ class RaceHost:
         self,
         race: core.Race,
         *,
-        journal: Journal,
+        journal: Store,
         sessions: SessionRegistry,
         metrics: Metrics,
         clock: Clock,

@@ -25,11 +25,18 @@ that is not a whole journal of a known version, fails SQLite's integrity check, 
 its write-ahead log is refused); a new one is created whole under another name and renamed
 into place.
 
-Tables (``schema_version`` 7; an older file is brought up to it when opened: version 1
+The journal is one implementation of :class:`server.store.Store`, the embedded one
+(:mod:`server.postgres` is the other). Every transaction carries the epochs of the leases
+it writes under (:func:`server.store.fences_of`): a journal opened by a server holds the
+lease of every resource, and a second journal opened on the same file takes it over, so
+the first one's writes are refused from then on (:class:`~server.store.LeaseLost`).
+
+Tables (``schema_version`` 8; an older file is brought up to it when opened: version 1
 gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``,
 versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
 ``commands_after`` instead, versions 1 to 4 gain ``players.last_seen``, versions 1 to 5
-gain ``journal_state`` and versions 1 to 6 gain ``watching``):
+gain ``journal_state``, versions 1 to 6 gain ``watching`` and versions 1 to 7 gain
+``leases``):
 
 - ``players``: one row per player identity and its role (player or spectator); the resume
   token is kept only as a SHA-256. ``last_seen`` is when it last connected or left; a
@@ -45,6 +52,10 @@ gain ``journal_state`` and versions 1 to 6 gain ``watching``):
   them again; a player's rows go with it.
 - ``journal_state``: whether a server has the journal open (see
   :func:`server.journal_file.mark_open`).
+- ``leases``: who may write each resource, and the epoch its writes must carry (see
+  :mod:`server.store`).
+
+The tournament tables (:mod:`server.tournament_store`) are created with the others.
 """
 
 from __future__ import annotations
@@ -58,11 +69,11 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol import Role
 from protocol.result import RaceResult
@@ -95,6 +106,22 @@ from server.race import (
     StartCountdown,
     Tick,
 )
+from server.store import (
+    ACQUIRE_LEASE,
+    EVERY_RESOURCE,
+    LONE_SERVER,
+    Health,
+    Lease,
+    LeaseLost,
+    LeaseRow,
+    StoreBase,
+    StoreError,
+    fences_of,
+    stale_fences,
+)
+
+if TYPE_CHECKING:
+    from server.tournament_store import StoredTournament
 
 # seq is the rowid: commands are never deleted, so it only grows (see _drop_autoincrement
 # for why not AUTOINCREMENT). No index by race: see _drop_index_by_race.
@@ -136,7 +163,16 @@ CREATE TABLE IF NOT EXISTS watching (
     race_id TEXT NOT NULL,
     UNIQUE (player_id, race_id)
 );
+CREATE TABLE IF NOT EXISTS leases (
+    resource_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    expires_at REAL
+);
 """ + MARK_SCHEMA + ";\n"
+
+#: "Now" in seconds since the Unix epoch, in SQLite's SQL (the lease statements' clock).
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 
 class Sync(Enum):
     """SQLite's ``synchronous`` setting for the journal: what a commit survives."""
@@ -228,11 +264,23 @@ class ResultRecord:
     finished_at: float
 
 
-class StoredRecord(Protocol):
-    """A record of another module's tables (tournaments): it writes itself in the batch's
-    transaction, so it commits together with the race records written beside it."""
+Statement = tuple[str, Sequence[Any]]
+"""An SQL statement and its parameters, written with ``?`` for each (SQLite's style; the
+PostgreSQL store turns each into ``%s``), in SQL both databases take."""
 
-    def store(self, connection: sqlite3.Connection) -> None: ...
+
+class StoredRecord(Protocol):
+    """A record of another module's tables (tournaments): its statements run in the
+    batch's transaction, so it commits together with the race records written beside it."""
+
+    @property
+    def fenced_by(self) -> str:
+        """The resource whose lease its writer must hold (its tournament)."""
+        ...
+
+    def statements(self) -> list[Statement]:
+        """What writing it takes."""
+        ...
 
 
 Record = (
@@ -346,9 +394,9 @@ CHECKPOINT_INTERVAL = 1.0
 WAL_RESTART_PAGES = 10_000
 
 
-class Journal:
+class Journal(StoreBase):
     """The SQLite journal (WAL mode), its writer thread, and a thread that checkpoints
-    the WAL beside it (:class:`_Checkpointer`).
+    the WAL beside it (:class:`_Checkpointer`): the embedded :class:`~server.store.Store`.
 
     Records submitted while the writer is busy wait together and go into its next
     transaction; they share one future, so a commit costs the event loop one wake-up
@@ -373,13 +421,24 @@ class Journal:
         sync: Sync = Sync.NORMAL,
         checkpoint_interval: float = CHECKPOINT_INTERVAL,
         wal_restart_pages: int = WAL_RESTART_PAGES,
+        lease_everything: bool = True,
     ):
+        """``lease_everything``: take the lease of every resource
+        (:data:`~server.store.EVERY_RESOURCE`) as a lone server does; without it the
+        journal writes only what it takes leases for (:meth:`acquire_lease`)."""
+        super().__init__()
         self.path = Path(path)
         self.sync = sync
         self._holder = _open_for_writing(self.path, sync)
         """The connection that marked the journal open, kept until it marks it closed: as
         long as it is open the write-ahead log stays beside the file (SQLite deletes the
-        log when its last connection closes), so a killed server leaves its log behind."""
+        log when its last connection closes), so a killed server leaves its log behind.
+        The lease statements run on it too (under :attr:`_holder_lock`)."""
+        self._holder_lock = threading.Lock()
+        if lease_everything:
+            row = self._lease_row(ACQUIRE_LEASE, (EVERY_RESOURCE, LONE_SERVER, None))
+            assert row is not None, "the lone server's lease is always its own"
+            self._hold(Lease(*row))
         self._lock = threading.Lock()
         """Guards what is gathering (records may come from the loop and other threads)."""
         self._gathering: list[Record] = []
@@ -396,8 +455,6 @@ class Journal:
         """The thread that last submitted from an event loop, and that loop."""
         self._queue: queue.SimpleQueue[_Batch | None] = queue.SimpleQueue()
         """Batches handed to the writer thread; ``None`` tells it to stop."""
-        self._callbacks: dict[concurrent.futures.Future[None], list[Callable[[], None]]] = {}
-        """What to call in the event loop when a pending transaction commits."""
         self._closed = False
         self._commits_in_loop = sync is not Sync.FULL
         """Whether the event loop may commit its own records (never an ``fsync`` there)."""
@@ -496,8 +553,9 @@ class Journal:
                 connection = self._loop_connection = _connect(
                     self.path, self.sync, checkpoints=False, busy_timeout=0, same_thread=False
                 )
-            _write_transaction(connection, batch.records)
-        except sqlite3.Error:  # locked, or worse: the writer tries again, and reports it
+            _write_transaction(connection, batch.records, fences_of(batch.records, self._held))
+        except (sqlite3.Error, StoreError):  # locked, or worse: the writer tries again, and
+            # reports it
             if connection is not None and connection.in_transaction:
                 # Never raise from here: the records must still reach the writer.
                 with contextlib.suppress(sqlite3.Error):
@@ -529,46 +587,6 @@ class Journal:
         self._in_flight += 1
         self._queue.put(batch)
 
-    def when_committed(
-        self, done: concurrent.futures.Future[None], callback: Callable[[], None]
-    ) -> None:
-        """Call ``callback`` in the running event loop once the transaction behind ``done``
-        has committed or failed (read ``done`` to know which). Every callback of one
-        transaction runs from a single wake-up of the loop."""
-        if done.done():
-            callback()
-            return
-        self._callbacks.setdefault(done, []).append(callback)
-
-    def _settle(self, done: concurrent.futures.Future[None], error: Exception | None) -> None:
-        """In the event loop: resolve a committed (or failed) transaction's future, unless
-        the writer already has, and run its callbacks."""
-        if not done.done():
-            if error is None:
-                done.set_result(None)
-            else:
-                done.set_exception(error)
-        for callback in self._callbacks.pop(done, ()):
-            callback()
-
-    async def wait(self, done: concurrent.futures.Future[None]) -> None:
-        """Wait (in the event loop) until the transaction behind ``done`` has committed;
-        raises what the commit raised."""
-        if not done.done():
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-            def wake() -> None:
-                if not waiter.done():  # a cancelled wait has nobody to wake
-                    waiter.set_result(None)
-
-            self.when_committed(done, wake)
-            await waiter
-        done.result()
-
-    async def write(self, *records: Record) -> None:
-        """Write ``records`` and return once they are committed, without blocking the loop."""
-        await self.wait(self.submit(*records))
-
     def write_now(self, *records: Record) -> None:
         """Write ``records`` and wait for the commit (for code outside an event loop, or
         that must block it: starting up, tournaments' rare writes)."""
@@ -588,7 +606,8 @@ class Journal:
         self._thread.join()
         self._checkpointer.stop()
         try:
-            mark_closed(self._holder)
+            with self._holder_lock:
+                mark_closed(self._holder)
         except sqlite3.Error as error:
             # Left marked open; if the log is then copied into the file and deleted (this
             # was its last connection), the next start takes it for a lost log: better
@@ -624,10 +643,12 @@ class Journal:
         records = [record for batch in batches for record in batch.records]
         error: Exception | None = None
         try:
-            _write_transaction(connection, records)
-        except sqlite3.Error as failure:
+            _write_transaction(connection, records, fences_of(records, self._held))
+        except (sqlite3.Error, StoreError) as failure:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
+            if isinstance(failure, LeaseLost):
+                self._let_go(failure.resources)
             error = failure
         else:
             self.batches_committed += 1
@@ -643,6 +664,53 @@ class Journal:
             if batch.loop is not None:
                 with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
                     batch.loop.call_soon_threadsafe(self._settle, batch.done, error)
+
+    # ------------------------------------------------------------- the store
+
+    @property
+    def where(self) -> str:
+        """The journal's file."""
+        return str(self.path)
+
+    @property
+    def health(self) -> Health:
+        """Always available: a file that fails to write stops the server instead."""
+        return Health.AVAILABLE
+
+    async def available(self) -> None:
+        """At once (see :attr:`health`)."""
+
+    async def recover(self) -> Recovered:
+        """:meth:`recovered`, in a thread."""
+        return await asyncio.to_thread(self.recovered)
+
+    async def read_results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
+        """:meth:`results`, in a thread."""
+        return await asyncio.to_thread(self.results, race_ids)
+
+    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
+        """The stored tournaments (only the one with join code ``code`` if given), read in
+        a thread."""
+        from server.tournament_store import stored_tournaments_in
+
+        def read() -> list[StoredTournament]:
+            with self.reading() as connection:
+                return stored_tournaments_in(connection, code)
+
+        return await asyncio.to_thread(read)
+
+    async def aclose(self) -> None:
+        """:meth:`close`, in a thread."""
+        await asyncio.to_thread(self.close)
+
+    def _lease_row(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
+        with self._holder_lock:
+            # fetchall: the statement runs to its end, which commits it (autocommit).
+            rows = self._holder.execute(sql.format(now=_NOW), parameters).fetchall()
+        return rows[0] if rows else None
+
+    async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
+        return await asyncio.to_thread(self._lease_row, sql, parameters)
 
     # ------------------------------------------------------------- reading
 
@@ -706,50 +774,64 @@ def _recovered(path: Path, connection: sqlite3.Connection) -> Recovered:
 
 
 def _read_recovered(connection: sqlite3.Connection) -> Recovered:
-    players = tuple(
-        PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]), row[6])
-        for row in connection.execute(
-            "SELECT player_id, token_hash, name, bot, created_at, role,"
-            " coalesce(last_seen, created_at) AS seen FROM players ORDER BY seen"
-        )
-    )
     unfinished = connection.execute(
         "SELECT race_id, code, seed, options, tournament_id, created_at, commands_after"
         " FROM races WHERE race_id NOT IN (SELECT race_id FROM results)"
         " ORDER BY created_at"
     ).fetchall()
-    commands: dict[str, list[CommandRecord]] = {row[0]: [] for row in unfinished}
-    if unfinished:
-        # One pass over the commands since the oldest unfinished race opened, in the order
-        # they were accepted, keeping the unfinished races' own.
-        for race_id, command, at in connection.execute(
-            "SELECT race_id, command, at FROM race_commands WHERE seq > ? ORDER BY seq",
-            (min(row[6] for row in unfinished),),
-        ):
-            kept = commands.get(race_id)
-            if kept is not None:
-                kept.append(CommandRecord(race_id, command_from_json(command), at))
-    races = tuple(
-        StoredRace(
-            RaceOpened(
-                race_id,
-                seed,
-                RaceOptions.from_dict(json.loads(options)),
-                code,
-                created_at,
-                tournament_id,
-            ),
-            tuple(commands[race_id]),
-        )
-        for race_id, code, seed, options, tournament_id, created_at, _ in unfinished
+    # One pass over the commands since the oldest unfinished race opened, in the order
+    # they were accepted (recovered_from keeps the unfinished races' own).
+    commands = connection.execute(
+        "SELECT race_id, command, at FROM race_commands WHERE seq > ? ORDER BY seq",
+        (min(row[6] for row in unfinished),),
+    ) if unfinished else ()
+    return recovered_from(
+        connection.execute(PLAYERS_QUERY),
+        [row[:6] for row in unfinished],
+        commands,
+        connection.execute("SELECT player_id, race_id FROM watching ORDER BY rowid"),
     )
-    watching = tuple(
-        Watching(player_id, race_id)
-        for player_id, race_id in connection.execute(
-            "SELECT player_id, race_id FROM watching ORDER BY rowid"
+
+
+#: Every player, in the order they were last seen (the same SQL in either store).
+PLAYERS_QUERY = (
+    "SELECT player_id, token_hash, name, bot, created_at, role,"
+    " coalesce(last_seen, created_at) AS seen FROM players ORDER BY seen"
+)
+
+
+def recovered_from(
+    players: Iterable[Sequence[Any]],
+    unfinished: Iterable[Sequence[Any]],
+    commands: Iterable[Sequence[Any]],
+    watching: Iterable[Sequence[Any]],
+) -> Recovered:
+    """What a store read, as records: rows of :data:`PLAYERS_QUERY`; of the unfinished
+    races (id, code, seed, options, tournament, created), oldest first; of commands (race,
+    command, time) in the order they were accepted, those of other races left out; of
+    what players watch (player, race), in the order they began to. Raises ``ValueError``,
+    ``KeyError`` or ``TypeError`` for a record that cannot be decoded."""
+    races = [
+        RaceOpened(
+            race_id, seed, RaceOptions.from_dict(json.loads(options)), code, created_at,
+            tournament_id,
         )
+        for race_id, code, seed, options, tournament_id, created_at in unfinished
+    ]
+    kept: dict[str, list[CommandRecord]] = {opened.race_id: [] for opened in races}
+    for race_id, command, at in commands:
+        own = kept.get(race_id)
+        if own is not None:
+            own.append(CommandRecord(race_id, command_from_json(command), at))
+    return Recovered(
+        tuple(
+            PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]),
+                         row[6])
+            for row in players
+        ),
+        tuple(StoredRace(opened, tuple(kept[opened.race_id])) for opened in races),
+        tuple(Watching(player_id, race_id) for player_id, race_id in watching),
     )
-    return Recovered(players, races, watching)
 
 
 def _open_for_writing(path: Path, sync: Sync) -> sqlite3.Connection:
@@ -762,10 +844,13 @@ def _open_for_writing(path: Path, sync: Sync) -> sqlite3.Connection:
         check_journal(path)
     else:
         _create(path)
+    from server.tournament_store import SQLITE_SCHEMA as TOURNAMENT_SCHEMA
+
     connection = _connect(path, sync, same_thread=False)
     try:
         with refusing(path):
             connection.executescript(_SCHEMA)
+            connection.executescript(TOURNAMENT_SCHEMA)
             _migrate(connection)
             mark_open(connection, path)
     except BaseException:
@@ -796,9 +881,10 @@ def _create(path: Path) -> None:
 def _migrate(connection: sqlite3.Connection) -> None:
     """Bring a journal written by an older server up to :data:`SCHEMA_VERSION` (a new one:
     give it its version). Version 6 only added ``journal_state`` (``_SCHEMA`` creates it;
-    :func:`~server.journal_file.mark_open` fills it), and version 7 only ``watching``
+    :func:`~server.journal_file.mark_open` fills it), version 7 only ``watching``
     (``_SCHEMA`` creates it empty: an older server kept what its sessions watched in
-    memory only)."""
+    memory only), and version 8 only ``leases`` (created empty: the server opening it
+    takes its lease)."""
     row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
     version = row[0]
     if version is None:
@@ -959,6 +1045,7 @@ class DisabledJournal(Journal):
     stores = False
 
     def __init__(self) -> None:
+        StoreBase.__init__(self)
         self.path = Path(os.devnull)
         self.sync = Sync.NORMAL
         self._closed = False
@@ -968,6 +1055,17 @@ class DisabledJournal(Journal):
     def results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
         """None: nothing was stored."""
         return {}
+
+    def recovered(self) -> Recovered:
+        """Nothing: nothing was stored."""
+        return Recovered()
+
+    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
+        """None: nothing was stored."""
+        return []
+
+    async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
+        raise RuntimeError("a server without a journal keeps no leases")
 
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
         """A future that is already done: nothing is written."""
@@ -997,20 +1095,39 @@ class _Batch:
     submit from outside any loop), so the writer resolves it itself."""
 
 
-def _write_transaction(connection: sqlite3.Connection, records: list[Record]) -> None:
-    """Write ``records`` in one transaction.
+def _write_transaction(
+    connection: sqlite3.Connection, records: list[Record], fences: Mapping[str, int]
+) -> None:
+    """Write ``records`` in one transaction, if the ``leases`` table still has every epoch
+    of ``fences`` (raises :class:`~server.store.LeaseLost`, nothing written, if not).
 
     Moves alone (the common case under load) fit one multi-row INSERT, which SQLite runs
     as a transaction of its own: one statement, so the writer thread takes the
-    interpreter lock back once instead of three times (BEGIN, INSERT, COMMIT).
+    interpreter lock back once instead of three times (BEGIN, INSERT, COMMIT). The fences
+    are checked inside that statement.
     """
     commands = [record for record in records if isinstance(record, CommandRecord)]
     if len(commands) == len(records) <= _COMMANDS_PER_INSERT:
-        _insert_commands(connection, commands)
+        _insert_commands(connection, commands, fences)
         return
-    connection.execute("BEGIN IMMEDIATE")
+    connection.execute("BEGIN IMMEDIATE")  # the write lock: no takeover until COMMIT
+    _check_fences(connection, fences)
     _insert_all(connection, records)
     connection.execute("COMMIT")
+
+
+def _check_fences(connection: sqlite3.Connection, fences: Mapping[str, int]) -> None:
+    """Raise :class:`~server.store.LeaseLost` unless the ``leases`` table holds every
+    epoch of ``fences``."""
+    if not fences:
+        return
+    marks = ", ".join("?" * len(fences))
+    epochs = dict(connection.execute(
+        f"SELECT resource_id, epoch FROM leases WHERE resource_id IN ({marks})", tuple(fences)
+    ).fetchall())
+    stale = stale_fences(fences, epochs)
+    if stale:
+        raise LeaseLost(stale)
 
 
 #: Commands per multi-row INSERT (3 parameters each: under SQLite's oldest limit of 999).
@@ -1038,48 +1155,39 @@ def _insert_all(connection: sqlite3.Connection, records: list[Record]) -> None:
     _insert_commands(connection, commands)
 
 
-def _insert_commands(connection: sqlite3.Connection, commands: list[CommandRecord]) -> None:
+def _insert_commands(
+    connection: sqlite3.Connection,
+    commands: list[CommandRecord],
+    fences: Mapping[str, int] | None = None,
+) -> None:
+    """Insert ``commands``, runs of them as multi-row INSERTs; with ``fences`` (only for a
+    single run) the INSERT writes its rows only if the ``leases`` table holds those epochs,
+    so the check and the write are one statement."""
     for start in range(0, len(commands), _COMMANDS_PER_INSERT):
         chunk = commands[start : start + _COMMANDS_PER_INSERT]
         values: list[str | float] = []
         for record in chunk:
             values += (record.race_id, command_to_json(record.command), record.at)
-        connection.execute(
-            "INSERT INTO race_commands (race_id, command, at) VALUES "
-            + ", ".join(["(?, ?, ?)"] * len(chunk)),
+        rows = ", ".join(["(?, ?, ?)"] * len(chunk))
+        if not fences:
+            connection.execute("INSERT INTO race_commands (race_id, command, at) VALUES " + rows,
+                               values)
+            continue
+        claims = " OR ".join(["(resource_id = ? AND epoch = ?)"] * len(fences))
+        for resource, epoch in fences.items():
+            values += (resource, epoch)
+        inserted = connection.execute(
+            f"INSERT INTO race_commands (race_id, command, at) SELECT * FROM (VALUES {rows})"
+            f" WHERE (SELECT count(*) FROM leases WHERE {claims}) = {len(fences)}",
             values,
-        )
+        ).rowcount
+        if inserted != len(chunk):
+            _check_fences(connection, fences)  # says which
+            raise LeaseLost(fences)
 
 
 def _insert(connection: sqlite3.Connection, record: Record) -> None:
     match record:
-        case PlayerRecord(player_id, token_hash, name, bot, created_at, role, last_seen):
-            connection.execute(
-                "INSERT OR REPLACE INTO players"
-                " (player_id, token_hash, name, bot, created_at, role, last_seen)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (player_id, token_hash, name, int(bot), created_at, role.value, last_seen),
-            )
-        case PlayerSeen(player_id, at):
-            connection.execute(
-                "UPDATE players SET last_seen = ? WHERE player_id = ?", (at, player_id)
-            )
-        case PlayersForgotten(player_ids):
-            for start in range(0, len(player_ids), _PLAYERS_PER_DELETE):
-                chunk = player_ids[start : start + _PLAYERS_PER_DELETE]
-                marks = ", ".join("?" * len(chunk))
-                connection.execute(f"DELETE FROM players WHERE player_id IN ({marks})", chunk)
-                connection.execute(f"DELETE FROM watching WHERE player_id IN ({marks})", chunk)
-        case Watching(player_id, race_id):
-            connection.execute(
-                "INSERT OR IGNORE INTO watching (player_id, race_id) VALUES (?, ?)",
-                (player_id, race_id),
-            )
-        case StoppedWatching(player_id, race_ids):
-            connection.executemany(
-                "DELETE FROM watching WHERE player_id = ? AND race_id = ?",
-                [(player_id, race_id) for race_id in race_ids],
-            )
         case RaceOpened(race_id, seed, options, code, created_at, tournament_id):
             connection.execute(
                 "INSERT INTO races"
@@ -1092,12 +1200,67 @@ def _insert(connection: sqlite3.Connection, record: Record) -> None:
                 "INSERT INTO race_commands (race_id, command, at) VALUES (?, ?, ?)",
                 (race_id, command_to_json(command), at),
             )
-        case ResultRecord(race_id, result, finished_at):
-            connection.execute(
-                "INSERT OR REPLACE INTO results VALUES (?, ?)", (race_id, result.to_json())
-            )
-            connection.execute(
-                "UPDATE races SET finished_at = ? WHERE race_id = ?", (finished_at, race_id)
-            )
         case _:
-            record.store(connection)
+            for sql, parameters in statements_of(record):
+                connection.execute(sql, parameters)
+
+
+def statements_of(record: Record) -> list[Statement]:
+    """The statements that write ``record``, the same in either store: every record but
+    a race's opening and its commands, which each store writes its own way (raises
+    ``TypeError`` for those)."""
+    match record:
+        case PlayerRecord(player_id, token_hash, name, bot, created_at, role, last_seen):
+            return [(
+                "INSERT INTO players"
+                " (player_id, token_hash, name, bot, created_at, role, last_seen)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (player_id) DO UPDATE SET"
+                " token_hash = excluded.token_hash, name = excluded.name, bot = excluded.bot,"
+                " created_at = excluded.created_at, role = excluded.role,"
+                " last_seen = excluded.last_seen",
+                (player_id, token_hash, name, int(bot), created_at, role.value, last_seen),
+            )]
+        case PlayerSeen(player_id, at):
+            return [("UPDATE players SET last_seen = ? WHERE player_id = ?", (at, player_id))]
+        case PlayersForgotten(player_ids):
+            statements: list[Statement] = []
+            for start in range(0, len(player_ids), _PLAYERS_PER_DELETE):
+                chunk = player_ids[start : start + _PLAYERS_PER_DELETE]
+                marks = ", ".join("?" * len(chunk))
+                statements.append((f"DELETE FROM players WHERE player_id IN ({marks})", chunk))
+                statements.append((f"DELETE FROM watching WHERE player_id IN ({marks})", chunk))
+            return statements
+        case Watching(player_id, race_id):
+            return [(
+                "INSERT INTO watching (player_id, race_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (player_id, race_id),
+            )]
+        case StoppedWatching(player_id, race_ids):
+            return [
+                ("DELETE FROM watching WHERE player_id = ? AND race_id = ?", (player_id, race_id))
+                for race_id in race_ids
+            ]
+        case ResultRecord(race_id, result, finished_at):
+            return [
+                (
+                    "INSERT INTO results (race_id, result) VALUES (?, ?)"
+                    " ON CONFLICT (race_id) DO UPDATE SET result = excluded.result",
+                    (race_id, result.to_json()),
+                ),
+                ("UPDATE races SET finished_at = ? WHERE race_id = ?", (finished_at, race_id)),
+            ]
+        case RaceOpened() | CommandRecord():
+            raise TypeError(f"each store writes a {type(record).__name__} its own way")
+        case _:
+            return record.statements()
+
+
+def resource_of(record: Record) -> str | None:
+    """The race or tournament whose lease fences ``record`` (``None``: a player's record,
+    which no race's lease covers)."""
+    if isinstance(record, CommandRecord | RaceOpened | ResultRecord):
+        return record.race_id
+    if isinstance(record, PlayerRecord | PlayerSeen | PlayersForgotten | Watching
+                  | StoppedWatching):
+        return None
+    return record.fenced_by

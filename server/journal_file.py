@@ -39,7 +39,7 @@ from pathlib import Path
 
 #: The journal's schema version: what :class:`server.journal.Journal` writes and the
 #: newest this code opens (older ones are brought up to it).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: Tables every journal has had since schema version 1.
 JOURNAL_TABLES = ("schema_version", "players", "races", "race_commands", "results")
@@ -75,11 +75,12 @@ _CANNOT_OPEN = ("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_READONLY", "SQLITE_IOE
 
 
 class JournalRefused(Exception):
-    """The journal at ``path`` may not be opened: ``problem`` says why, ``remedy`` what to
-    do. ``str()`` is the one sentence to show."""
+    """The journal at ``path`` (a file, or a PostgreSQL URL without its password) may not
+    be opened: ``problem`` says why, ``remedy`` what to do. ``str()`` is the one sentence
+    to show."""
 
     def __init__(
-        self, path: Path, problem: str, remedy: str = RESTORE_OR_START_ANEW, *,
+        self, path: Path | str, problem: str, remedy: str = RESTORE_OR_START_ANEW, *,
         damaged: bool = True,
     ) -> None:
         super().__init__(path, problem, remedy)

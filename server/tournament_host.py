@@ -71,12 +71,7 @@ from server.tournament import (
     TournamentSettings,
     hash_token,
 )
-from server.tournament_store import (
-    TournamentOpened,
-    TournamentStore,
-    finished_but_unrecorded,
-    tournaments_in,
-)
+from server.tournament_store import TournamentOpened, TournamentStore, restore
 from server.winnable import SeedRefused, WinnableSeeds
 
 if TYPE_CHECKING:
@@ -140,7 +135,6 @@ class TournamentDesk:
         """By join code."""
         self._by_race: dict[str, Tournament] = {}
         self._watchers: dict[str, set[ServerConnection]] = {}
-        self._store: TournamentStore | None = None
         self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -149,22 +143,22 @@ class TournamentDesk:
 
     # ------------------------------------------------------------ lifecycle
 
-    def start(self) -> None:
+    async def start(self) -> None:
         """Bring back the stored tournaments (after the server recovered its races), then
         start the outbox and clock tasks."""
-        self._store = TournamentStore(self.server.journal)
         self._tasks = [
             asyncio.create_task(self._pump(), name="tournaments-outbox"),
             asyncio.create_task(self._run_clock(), name="tournaments-clock"),
         ]
-        if self.server.journal.stores:
-            with self.server.journal.reading() as connection:
-                stored = [
-                    (tournament, finished_but_unrecorded(connection, tournament))
-                    for tournament in tournaments_in(connection)
-                ]
-        else:
-            stored = []
+        journal = self.server.journal
+        stored = []
+        for kept in await journal.read_tournaments() if journal.stores else []:
+            tournament = restore(kept)
+            # A server may stop between storing a race's result and recording it in the
+            # tournament: those results are handed back with RecordResult below.
+            in_progress = [race.race_id for race in tournament.races_in_progress()]
+            results = await journal.read_results(in_progress) if in_progress else {}
+            stored.append((tournament, list(results.values())))
         for tournament, unrecorded in stored:
             tournament.seed_source = self._seed_source(tournament.code, tournament.settings)
             self._adopt(tournament)
@@ -440,9 +434,7 @@ class TournamentDesk:
         """Apply a command, journal its events, hold the races it orders, tell everyone."""
         now = self._now()
         events = tournament.apply(command, now)
-        store = self._store
-        assert store is not None, "the desk has not started"
-        records = store.events_of(tournament.tournament_id, events, now)
+        records = TournamentStore.events_of(tournament.tournament_id, events, now)
         committed = self.server.journal.submit(*records) if records else None
         for event in events:
             if isinstance(event, RaceOrdered):

@@ -1,4 +1,5 @@
-"""Tournaments in the journal's SQLite database, written through the journal's writer thread.
+"""Tournaments in the store (the journal's SQLite database, or PostgreSQL), written in the
+store's transactions.
 
 A tournament is stored as its opening (:class:`TournamentOpened`: id, join code, host
 token hash, settings) and the events its core produced, in order, with their times
@@ -17,6 +18,9 @@ anyone reading the database with SQL; nothing is read back from them:
 - ``tournament_races``: every race ordered, its entrants and its result once over. The
   race's moves are the journal's ``race_commands`` (``races.tournament_id`` links them).
 - ``tournament_events``: the event log.
+
+Each record's :meth:`statements` are SQL both databases take, so either store writes
+them the same way; :func:`stored_tournaments_in` and :func:`restore` read them back.
 """
 
 from __future__ import annotations
@@ -24,12 +28,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from protocol.result import RaceResult
-from server.journal import Journal, _connect
+from server.journal import Journal, Statement, _connect
 from server.journal_file import read_journal
 from server.tournament import (
     ArenaStarted,
@@ -51,7 +56,8 @@ from server.tournament import (
     TournamentSettings,
 )
 
-_SCHEMA = """
+#: The tournament tables in the journal's SQLite file (:mod:`server.postgres` has its own).
+SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tournaments (
     tournament_id TEXT PRIMARY KEY,
     code TEXT NOT NULL UNIQUE,
@@ -159,10 +165,16 @@ class TournamentOpened:
             tournament.created_at,
         )
 
-    def store(self, connection: sqlite3.Connection) -> None:
-        """Insert the tournament's row (inside the journal's transaction)."""
-        connection.execute(
-            "INSERT INTO tournaments VALUES (?, ?, ?, ?, ?, 'created')",
+    @property
+    def fenced_by(self) -> str:
+        """Its tournament, whose lease the writer holds."""
+        return self.tournament_id
+
+    def statements(self) -> list[Statement]:
+        """Insert the tournament's row (inside the store's transaction)."""
+        return [(
+            "INSERT INTO tournaments (tournament_id, code, host_token_hash, settings,"
+            " created_at, status) VALUES (?, ?, ?, ?, ?, 'created')",
             (
                 self.tournament_id,
                 self.code,
@@ -170,7 +182,7 @@ class TournamentOpened:
                 json.dumps(self.settings.to_dict()),
                 self.created_at,
             ),
-        )
+        )]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,53 +193,104 @@ class TournamentEventRecord:
     event: Event
     at: float
 
-    def store(self, connection: sqlite3.Connection) -> None:
+    @property
+    def fenced_by(self) -> str:
+        """Its tournament, whose lease the writer holds."""
+        return self.tournament_id
+
+    def statements(self) -> list[Statement]:
         """Append the event and bring the plain tables up to date."""
         tid, at = self.tournament_id, self.at
-        connection.execute(
+        statements: list[Statement] = [(
             "INSERT INTO tournament_events (tournament_id, event, at) VALUES (?, ?, ?)",
             (tid, event_to_json(self.event), at),
-        )
+        )]
         match self.event:
             case EntrantJoined(entrant_id, name, bot):
-                connection.execute(
-                    "INSERT OR REPLACE INTO tournament_entrants VALUES (?, ?, ?, ?, 'active')",
+                statements.append((
+                    "INSERT INTO tournament_entrants VALUES (?, ?, ?, ?, 'active')"
+                    " ON CONFLICT (tournament_id, entrant_id) DO UPDATE SET"
+                    " name = excluded.name, bot = excluded.bot, state = excluded.state",
                     (tid, entrant_id, name, int(bot)),
-                )
+                ))
             case EntrantLeft(entrant_id) | EntrantRemoved(entrant_id):
                 state = "left" if isinstance(self.event, EntrantLeft) else "removed"
-                connection.execute(
+                statements.append((
                     "UPDATE tournament_entrants SET state = ?"
                     " WHERE tournament_id = ? AND entrant_id = ?",
                     (state, tid, entrant_id),
-                )
+                ))
             case RoundStarted(number, absent):
-                connection.execute(
+                statements.append((
                     "INSERT INTO tournament_rounds VALUES (?, ?, ?, ?)",
                     (tid, number, json.dumps(list(absent)), at),
-                )
+                ))
             case RaceOrdered(race_id, number, seed, entrants):
-                connection.execute(
+                statements.append((
                     "INSERT INTO tournament_races VALUES (?, ?, ?, ?, ?, ?, NULL)",
                     (race_id, tid, number, seed, json.dumps(list(entrants)), at),
-                )
+                ))
             case ResultRecorded(result):
-                connection.execute(
+                statements.append((
                     "UPDATE tournament_races SET result = ? WHERE race_id = ?",
                     (result.to_json(), result.race_id),
-                )
+                ))
             case Opened() | ArenaStarted() | Finished():
                 status = {Opened: "open", ArenaStarted: "running", Finished: "finished"}
-                connection.execute(
+                statements.append((
                     "UPDATE tournaments SET status = ? WHERE tournament_id = ?",
                     (status[type(self.event)], tid),
-                )
+                ))
             case _:
                 pass
         if isinstance(self.event, RoundStarted):
-            connection.execute(
+            statements.append((
                 "UPDATE tournaments SET status = 'running' WHERE tournament_id = ?", (tid,)
-            )
+            ))
+        return statements
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTournament:
+    """A tournament as a store holds it: its opening and its events, in order, with their
+    times (:func:`restore` makes it a :class:`~server.tournament.Tournament` again)."""
+
+    opened: TournamentOpened
+    events: tuple[tuple[Event, float], ...]
+
+
+def restore(stored: StoredTournament, seed_source: SeedSource | None = None) -> Tournament:
+    """The tournament ``stored`` holds, as it was after its last event."""
+    opened = stored.opened
+    return Tournament.restore(
+        opened.tournament_id,
+        opened.code,
+        opened.host_token_hash,
+        opened.settings,
+        opened.created_at,
+        list(stored.events),
+        seed_source,
+    )
+
+
+def stored_tournament(
+    row: Sequence[Any], events: Iterable[Sequence[Any]]
+) -> StoredTournament:
+    """A tournament from its row (id, code, host token hash, settings, created) and its
+    events' rows (event, time) in order (the same in either store)."""
+    tournament_id, code, token_hash, settings, created_at = row
+    opened = TournamentOpened(
+        tournament_id, code, bytes(token_hash),
+        TournamentSettings.from_dict(json.loads(settings)), created_at,
+    )
+    return StoredTournament(opened, tuple((event_from_json(event), at) for event, at in events))
+
+
+#: A tournament's row, then its events in order (the same SQL in either store).
+TOURNAMENTS_QUERY = (
+    "SELECT tournament_id, code, host_token_hash, settings, created_at FROM tournaments"
+)
+EVENTS_QUERY = "SELECT event, at FROM tournament_events WHERE tournament_id = ? ORDER BY seq"
 
 
 # -------------------------------------------------------------------- store
@@ -262,7 +325,7 @@ def ensure_schema(path: str | Path) -> None:
     """Create the tournament tables in the database at ``path`` if they are missing."""
     connection = _connect(Path(path))
     try:
-        connection.executescript(_SCHEMA)
+        connection.executescript(SQLITE_SCHEMA)
     finally:
         connection.close()
 
@@ -283,37 +346,26 @@ def tournaments_in(
 ) -> list[Tournament]:
     """The tournaments a connection to a journal reads (none if it has no tournament
     tables yet: read-only, they are not created here)."""
+    return [restore(stored, seed_source) for stored in stored_tournaments_in(connection, code)]
+
+
+def stored_tournaments_in(
+    connection: sqlite3.Connection, code: str | None = None
+) -> list[StoredTournament]:
+    """The stored tournaments a connection to a journal reads, oldest first (only the one
+    with ``code`` if given; none if it has no tournament tables yet)."""
     has_tables = connection.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tournaments'"
     ).fetchone()
     if has_tables is None:
         return []
-    query = "SELECT tournament_id, code, host_token_hash, settings, created_at FROM tournaments"
     rows = connection.execute(
-        query + (" WHERE code = ?" if code else "") + " ORDER BY created_at, rowid",
+        TOURNAMENTS_QUERY + (" WHERE code = ?" if code else "") + " ORDER BY created_at, rowid",
         (code,) if code else (),
     ).fetchall()
-    tournaments = []
-    for tournament_id, row_code, token_hash, settings, created_at in rows:
-        events = [
-            (event_from_json(event), at)
-            for event, at in connection.execute(
-                "SELECT event, at FROM tournament_events WHERE tournament_id = ? ORDER BY seq",
-                (tournament_id,),
-            )
-        ]
-        tournaments.append(
-            Tournament.restore(
-                tournament_id,
-                row_code,
-                bytes(token_hash),
-                TournamentSettings.from_dict(json.loads(settings)),
-                created_at,
-                events,
-                seed_source,
-            )
-        )
-    return tournaments
+    return [
+        stored_tournament(row, connection.execute(EVENTS_QUERY, (row[0],))) for row in rows
+    ]
 
 
 def finished_but_unrecorded(

@@ -550,4 +550,4 @@ def test_a_version_6_journal_gains_what_its_players_watch(tmp_path: Path) -> Non
     journal.write_now(PlayersForgotten(("eve",)))
     journal.close()
     assert Journal.load(path).watching == (Watching("ann", "R1"),)
-    assert check_journal(path) == SCHEMA_VERSION == 7
+    assert check_journal(path) == SCHEMA_VERSION == 8

@@ -1,0 +1,663 @@
+"""The store in PostgreSQL: the journal's records in a database several servers can share.
+
+Chosen by a ``postgresql://`` URL as ``--db`` or ``FOURSQUARE_DB`` (see
+:func:`server.store.open_store`). It keeps the journal's promise: what the event loop
+submits in one iteration goes into one transaction, and a move is acknowledged only once
+that transaction has committed. Nothing waits on the database on the event loop's
+behalf: the driver (psycopg 3) runs on the loop itself, and a transaction is written in
+*pipeline mode*, so BEGIN, the fence check, every INSERT and COMMIT go out together and
+come back in one round trip. One transaction is in flight at a time; what the loop submits
+meanwhile waits, and goes into the next one together (group commit).
+
+A commit here is PostgreSQL's: with its default ``synchronous_commit = on`` it is on the
+database server's disk (its WAL flushed) before it counts, so it survives a crash of the
+game server, of the database server and a power loss of either; the database's own
+replication and backups then decide the rest.
+
+**Faults.** A transaction that fails because the connection broke (the database stopped,
+restarted, or the connection was cut) or got no answer within ``timeout`` fails with
+:class:`~server.store.StoreUnavailable`, and so does every transaction after it until the
+store is connected again: :attr:`health` says ``unavailable`` and a task tries to connect
+again, from :data:`RECONNECT_FIRST` seconds up to every :data:`RECONNECT_LAST`. A
+transaction cut off while its COMMIT was on the way may have been applied all the same;
+nothing of it was acknowledged. Other errors (a constraint, a table dropped) are raised
+as psycopg reports them. A refused fence is :class:`~server.store.LeaseLost`.
+
+**Tables.** The same as the SQLite journal's (see :mod:`server.journal` and
+:mod:`server.tournament_store`), in the schema the connection's ``search_path`` names
+(``?options=-csearch_path%3Dname`` in the URL picks one), created and migrated by the
+store on first use under an advisory lock (its own ``schema_version``, now
+:data:`SCHEMA_VERSION`). ``race_commands`` is keyed by race and sequence, so a race's
+commands are read without reading the others'. ``foursquare_fence`` is the function the
+first statement of every transaction calls: it locks the rows of the leases named
+(``FOR SHARE``, so a takeover waits for the transaction) and raises SQLSTATE ``FSQ01``
+when an epoch is not the row's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar
+
+import psycopg
+
+from protocol.result import RaceResult
+from server.journal import (
+    PLAYERS_QUERY,
+    CommandRecord,
+    RaceOpened,
+    Record,
+    Recovered,
+    command_to_json,
+    recovered_from,
+    statements_of,
+)
+from server.journal_file import JournalRefused
+from server.logs import failure, log_event
+from server.store import (
+    EVERY_RESOURCE,
+    LONE_SERVER,
+    Health,
+    LeaseLost,
+    LeaseRow,
+    StoreBase,
+    StoreUnavailable,
+    fences_of,
+    shown,
+)
+from server.tournament_store import (
+    EVENTS_QUERY,
+    TOURNAMENTS_QUERY,
+    StoredTournament,
+    stored_tournament,
+)
+
+#: The version of the tables :data:`_SCHEMA` creates (this store's own numbering).
+SCHEMA_VERSION = 1
+
+#: Seconds before the first attempt to connect again after the database was lost...
+RECONNECT_FIRST = 0.1
+#: ...doubling after each failed attempt up to this.
+RECONNECT_LAST = 2.0
+
+#: The SQLSTATE ``foursquare_fence`` raises for a stale epoch.
+STALE_EPOCH = "FSQ01"
+
+#: "Now" in seconds since the Unix epoch, on the database's clock (the leases' clock).
+_NOW = "extract(epoch FROM clock_timestamp())::float8"
+
+#: Any number, the same in every server: the advisory lock held while the tables are
+#: created or migrated, so that two servers starting together do not both do it.
+_SCHEMA_LOCK = 0x466F_7572_5371
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL);
+CREATE TABLE IF NOT EXISTS players (
+    player_id text PRIMARY KEY,
+    token_hash bytea NOT NULL UNIQUE,
+    name text NOT NULL,
+    bot integer NOT NULL,
+    created_at double precision NOT NULL,
+    role text NOT NULL DEFAULT 'player',
+    last_seen double precision
+);
+CREATE TABLE IF NOT EXISTS races (
+    race_id text PRIMARY KEY,
+    code text,
+    seed text NOT NULL,
+    options text NOT NULL,
+    tournament_id text,
+    created_at double precision NOT NULL,
+    finished_at double precision
+);
+CREATE INDEX IF NOT EXISTS races_unfinished ON races (created_at) WHERE finished_at IS NULL;
+CREATE TABLE IF NOT EXISTS race_commands (
+    race_id text NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    command text NOT NULL,
+    at double precision NOT NULL,
+    PRIMARY KEY (race_id, seq)
+);
+CREATE TABLE IF NOT EXISTS results (
+    race_id text PRIMARY KEY,
+    result text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS watching (
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    player_id text NOT NULL,
+    race_id text NOT NULL,
+    UNIQUE (player_id, race_id)
+);
+CREATE TABLE IF NOT EXISTS leases (
+    resource_id text PRIMARY KEY,
+    owner text NOT NULL,
+    epoch bigint NOT NULL,
+    expires_at double precision
+);
+CREATE TABLE IF NOT EXISTS tournaments (
+    tournament_id text PRIMARY KEY,
+    code text NOT NULL UNIQUE,
+    host_token_hash bytea NOT NULL,
+    settings text NOT NULL,
+    created_at double precision NOT NULL,
+    status text NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY
+);
+CREATE TABLE IF NOT EXISTS tournament_events (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tournament_id text NOT NULL,
+    event text NOT NULL,
+    at double precision NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tournament_events_by_tournament
+    ON tournament_events (tournament_id, seq);
+CREATE TABLE IF NOT EXISTS tournament_entrants (
+    tournament_id text NOT NULL,
+    entrant_id text NOT NULL,
+    name text NOT NULL,
+    bot integer NOT NULL,
+    state text NOT NULL,
+    PRIMARY KEY (tournament_id, entrant_id)
+);
+CREATE TABLE IF NOT EXISTS tournament_rounds (
+    tournament_id text NOT NULL,
+    number integer NOT NULL,
+    absent text NOT NULL,
+    started_at double precision NOT NULL,
+    PRIMARY KEY (tournament_id, number)
+);
+CREATE TABLE IF NOT EXISTS tournament_races (
+    race_id text PRIMARY KEY,
+    tournament_id text NOT NULL,
+    round integer NOT NULL,
+    seed text NOT NULL,
+    entrants text NOT NULL,
+    ordered_at double precision NOT NULL,
+    result text
+);
+CREATE OR REPLACE FUNCTION foursquare_fence(resources text[], epochs bigint[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    stale json;
+BEGIN
+    -- Held until the transaction ends: a takeover (an UPDATE of the row) waits for it.
+    PERFORM 1 FROM leases WHERE resource_id = ANY(resources) ORDER BY resource_id FOR SHARE;
+    SELECT json_agg(claim.resource) INTO stale
+        FROM unnest(resources, epochs) AS claim(resource, epoch)
+        WHERE NOT EXISTS (SELECT 1 FROM leases
+                          WHERE resource_id = claim.resource AND epoch = claim.epoch);
+    IF stale IS NOT NULL THEN
+        RAISE EXCEPTION 'a lease has a newer epoch' USING ERRCODE = 'FSQ01', DETAIL = stale;
+    END IF;
+END $$;
+"""
+
+# Arrays go in binary (%b): as text each element would be escaped by a regular
+# expression, which cost more than the rest of a move's transaction.
+_FENCE = "SELECT foursquare_fence(%b::text[], %b::bigint[])"
+_RUN = (
+    "INSERT INTO race_commands (race_id, command, at)"
+    " SELECT race_id, command, at FROM {fence}unnest(%b::text[], %b::text[], %b::float8[])"
+    " WITH ORDINALITY AS run(race_id, command, at, n) ORDER BY n"
+)
+_INSERT_COMMANDS = _RUN.format(fence="")
+#: Commands alone, fenced, in one statement (its own transaction): the fence's function
+#: runs once, before any row is inserted, and its error refuses the whole statement.
+_INSERT_FENCED_COMMANDS = (
+    "WITH fence AS (" + _FENCE + ") " + _RUN.format(fence="fence, ")
+)
+_INSERT_RACE = (
+    "INSERT INTO races (race_id, code, seed, options, tournament_id, created_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s)"
+)
+_UNFINISHED = (
+    "SELECT race_id, code, seed, options, tournament_id, created_at FROM races"
+    " WHERE finished_at IS NULL ORDER BY created_at"
+)
+_COMMANDS_OF = (
+    "SELECT race_id, command, at FROM race_commands WHERE race_id = ANY(%s) ORDER BY race_id, seq"
+)
+
+Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+T = TypeVar("T")
+
+_PLACEHOLDERS: dict[str, str] = {}
+
+
+def _sql(statement: str) -> str:
+    """A statement written for both stores (``?``) in psycopg's placeholders (``%s``)."""
+    converted = _PLACEHOLDERS.get(statement)
+    if converted is None:
+        converted = _PLACEHOLDERS[statement] = statement.replace("?", "%s")
+    return converted
+
+
+async def _connect(url: str, timeout: float) -> Connection:
+    """A connection in autocommit mode (transactions are opened explicitly)."""
+    async with asyncio.timeout(timeout):
+        return await psycopg.AsyncConnection.connect(
+            url, autocommit=True, connect_timeout=max(2, round(timeout))
+        )
+
+
+def _reason(error: BaseException) -> str:
+    """The first line of a driver's error, for a sentence."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+class PostgresStore(StoreBase):
+    """The :class:`~server.store.Store` in PostgreSQL (open it with :meth:`open`)."""
+
+    stores = True
+
+    def __init__(self, url: str, connection: Connection, *, timeout: float) -> None:
+        super().__init__()
+        self.url = url
+        self._timeout = timeout
+        self._connection: Connection | None = connection
+        """The writer's connection; ``None`` while the database cannot be reached."""
+        self._reader: Connection | None = None
+        """Reads and lease statements, never inside the writer's pipeline."""
+        self._reading = asyncio.Lock()
+        self._loop = asyncio.get_running_loop()
+        self._gathering: list[Record] = []
+        self._gathered: concurrent.futures.Future[None] | None = None
+        self._handed: list[tuple[list[Record], concurrent.futures.Future[None]]] = []
+        """Iterations' records handed to the writer and not yet in a transaction."""
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._health = Health.AVAILABLE
+        self._back = asyncio.Event()
+        self._back.set()
+        self._reconnecting: asyncio.Task[None] | None = None
+        self.batches_committed = 0
+        self.records_committed = 0
+        self._writer = self._loop.create_task(self._write_handed(), name="store-writer")
+
+    @classmethod
+    async def open(
+        cls, url: str, *, timeout: float = 5.0, lease_everything: bool = True,
+        for_writing: bool = True,
+    ) -> PostgresStore:
+        """Connect to the database at ``url``; create or migrate its tables and take the
+        lease of every resource (``lease_everything``, as a lone server does). Read-only
+        (``for_writing=False``: the commands) it creates nothing and refuses a database
+        without the tables. Raises :class:`~server.journal_file.JournalRefused`."""
+        try:
+            connection = await _connect(url, timeout)
+        except (psycopg.Error, TimeoutError) as error:
+            raise _refusal(url, f"cannot be reached ({_reason(error)})") from None
+        try:
+            if for_writing:
+                await _prepare(url, connection)
+            else:
+                await _check(url, connection)
+            store = cls(url, connection, timeout=timeout)
+        except BaseException:
+            await connection.close()
+            raise
+        if for_writing and lease_everything:
+            try:
+                await store.acquire_lease(EVERY_RESOURCE, LONE_SERVER, None)
+            except BaseException:
+                await store.aclose()
+                raise
+        return store
+
+    # ------------------------------------------------------------- state
+
+    @property
+    def where(self) -> str:
+        """The URL without its password."""
+        return shown(self.url)
+
+    @property
+    def health(self) -> Health:
+        """``unavailable`` from a lost connection until the store has connected again."""
+        return self._health
+
+    async def available(self) -> None:
+        """Return once the store is connected (at once if it is)."""
+        await self._back.wait()
+
+    # ------------------------------------------------------------- writing
+
+    def submit(self, *records: Record) -> concurrent.futures.Future[None]:
+        """Queue ``records`` for the transaction of this loop iteration (call it from the
+        event loop); the future resolves once that transaction has committed."""
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        done = self._gathered
+        if done is None:
+            done = self._gathered = concurrent.futures.Future()
+            self._loop.call_soon(self._hand_over)  # at the end of this iteration
+        self._gathering.extend(records)
+        return done
+
+    def _hand_over(self) -> None:
+        if self._gathered is None:
+            return
+        self._handed.append((self._gathering, self._gathered))
+        self._gathering, self._gathered = [], None
+        self._wake.set()
+
+    async def _write_handed(self) -> None:
+        """The writer: one transaction at a time, holding everything handed over while the
+        last one was on its way."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._handed:
+                handed, self._handed = self._handed, []
+                records = [record for records, _ in handed for record in records]
+                error = await self._commit(records)
+                for _, done in handed:
+                    self._settle(done, error)
+            if self._closed:
+                return
+
+    async def _commit(self, records: list[Record]) -> Exception | None:
+        """Write ``records`` in one transaction; what refused it, if anything."""
+        connection = self._connection
+        if connection is None:
+            return self._unavailable("it was lost and has not come back yet")
+        try:
+            fences = fences_of(records, self._held)
+        except LeaseLost as unheld:
+            return unheld
+        try:
+            async with asyncio.timeout(self._timeout):
+                await _write_transaction(connection, records, fences)
+        except psycopg.Error as error:
+            if error.sqlstate == STALE_EPOCH:
+                lost = LeaseLost(json.loads(error.diag.message_detail or "[]"))
+                self._let_go(lost.resources)
+                return lost
+            if connection.broken or connection.closed:
+                return self._lose(connection, _reason(error))
+            return error
+        except TimeoutError:
+            return self._lose(connection, f"no answer within {self._timeout:g} s")
+        self.batches_committed += 1
+        self.records_committed += len(records)
+        return None
+
+    def _lose(self, connection: Connection, reason: str) -> StoreUnavailable:
+        """The writer's connection is gone (or in a state nobody knows): close it, count
+        the store unavailable, and start connecting again."""
+        if self._connection is connection:
+            self._connection = None
+            self._health = Health.UNAVAILABLE
+            self._back.clear()
+            log_event("store_unavailable", logging.ERROR, store=self.where, error=reason)
+            self._loop.create_task(connection.close())
+            if self._reconnecting is None or self._reconnecting.done():
+                self._reconnecting = self._loop.create_task(self._reconnect())
+        return self._unavailable(reason)
+
+    def _unavailable(self, reason: str) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"the database {self.where} cannot be reached ({reason}), so nothing of this "
+            "transaction is acknowledged"
+        )
+
+    async def _reconnect(self) -> None:
+        delay = RECONNECT_FIRST
+        while not self._closed:
+            await asyncio.sleep(delay)
+            try:
+                connection = await _connect(self.url, self._timeout)
+            except (psycopg.Error, TimeoutError):
+                delay = min(delay * 2, RECONNECT_LAST)
+                continue
+            self._connection = connection
+            self._health = Health.AVAILABLE
+            self._back.set()
+            log_event("store_available", store=self.where)
+            return
+
+    async def aclose(self) -> None:
+        """Commit what is queued, stop the writer, close the connections."""
+        if self._closed:
+            return
+        self._hand_over()
+        self._closed = True
+        self._wake.set()
+        await self._writer
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
+        for connection in (self._connection, self._reader):
+            if connection is not None:
+                await connection.close()
+        self._connection = self._reader = None
+
+    # ------------------------------------------------------------- reading
+
+    async def _on_reader(self, read: Callable[[Connection], Awaitable[T]]) -> T:
+        """Run ``read`` on the reader's connection (connected again if it was lost), in a
+        read-only transaction that sees one snapshot. Driver errors propagate."""
+        async with self._reading, asyncio.timeout(self._timeout):
+            if self._reader is None or self._reader.closed or self._reader.broken:
+                self._reader = await _connect(self.url, self._timeout)
+            async with self._reader.transaction():
+                await self._reader.execute(
+                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                )
+                return await read(self._reader)
+
+    async def _read(self, read: Callable[[Connection], Awaitable[T]]) -> T:
+        """:meth:`_on_reader`, its failures as :class:`JournalRefused` (like the SQLite
+        journal's reads)."""
+        try:
+            return await self._on_reader(read)
+        except (psycopg.Error, TimeoutError) as error:
+            raise _refusal(self.url, f"cannot be read now ({_reason(error)})") from None
+
+    async def recover(self) -> Recovered:
+        """Every player, every unfinished race and what players watch."""
+
+        async def read(connection: Connection) -> Recovered:
+            players = await _rows(connection, PLAYERS_QUERY)
+            unfinished = await _rows(connection, _UNFINISHED)
+            race_ids = [row[0] for row in unfinished]
+            commands = await _rows(connection, _COMMANDS_OF, (race_ids,)) if race_ids else []
+            watching = await _rows(connection, "SELECT player_id, race_id FROM watching"
+                                               " ORDER BY seq")
+            try:
+                return recovered_from(players, unfinished, commands, watching)
+            except (ValueError, KeyError, TypeError) as error:
+                # Its type and place, not its message: a record holds what clients sent.
+                raise _refusal(
+                    self.url, f"holds a record that cannot be read ({failure(error)})"
+                ) from None
+
+        return await self._read(read)
+
+    async def read_results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
+        """The stored results of those of ``race_ids`` that have one."""
+        if not race_ids:
+            return {}
+
+        async def read(connection: Connection) -> dict[str, RaceResult]:
+            rows = await _rows(
+                connection,
+                "SELECT race_id, result FROM results WHERE race_id = ANY(%s) ORDER BY race_id",
+                (list(race_ids),),
+            )
+            return {race_id: RaceResult.from_json(text) for race_id, text in rows}
+
+        return await self._read(read)
+
+    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
+        """Every stored tournament, oldest first (only the one with ``code`` if given)."""
+
+        async def read(connection: Connection) -> list[StoredTournament]:
+            where = " WHERE code = %s" if code else ""
+            rows = await _rows(
+                connection, TOURNAMENTS_QUERY + where + " ORDER BY created_at, seq",
+                (code,) if code else (),
+            )
+            return [
+                stored_tournament(row, await _rows(connection, _sql(EVENTS_QUERY), (row[0],)))
+                for row in rows
+            ]
+
+        return await self._read(read)
+
+    async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
+        async def run(connection: Connection) -> LeaseRow | None:
+            rows = await _rows(connection, _sql(sql.format(now=_NOW)), parameters)
+            return (rows[0][0], rows[0][1], rows[0][2], rows[0][3]) if rows else None
+
+        try:
+            async with self._reading, asyncio.timeout(self._timeout):
+                if self._reader is None or self._reader.closed or self._reader.broken:
+                    self._reader = await _connect(self.url, self._timeout)
+                return await run(self._reader)  # one statement: its own transaction
+        except (psycopg.OperationalError, TimeoutError) as error:
+            raise self._unavailable(_reason(error)) from None
+
+
+async def _rows(
+    connection: Connection, sql: str, parameters: Sequence[object] | Mapping[str, object] = ()
+) -> list[tuple[Any, ...]]:
+    cursor = await connection.execute(sql, parameters or None)
+    return await cursor.fetchall()
+
+
+async def _write_transaction(
+    connection: Connection, records: list[Record], fences: Mapping[str, int]
+) -> None:
+    """Write ``records`` in one transaction, in one round trip.
+
+    Commands alone (the common case: moves) are one statement, fence included, which
+    PostgreSQL runs as a transaction of its own. Anything else goes in pipeline mode,
+    which sends BEGIN, the fence check, the statements and COMMIT without waiting for any
+    answer, then waits for them all (measured: a third of the client's CPU of the pipeline
+    for a transaction of moves). An error anywhere rolls the whole transaction back.
+    """
+    if all(type(record) is CommandRecord for record in records):
+        await connection.execute(
+            _INSERT_FENCED_COMMANDS if fences else _INSERT_COMMANDS,
+            (*_fence_arrays(fences), *_command_arrays(records)) if fences
+            else _command_arrays(records),
+        )
+        return
+    async with connection.pipeline(), connection.transaction():
+        cursor = connection.cursor()
+        if fences:
+            await cursor.execute(_FENCE, _fence_arrays(fences))
+        run: list[CommandRecord] = []
+        for record in records:
+            if type(record) is CommandRecord:
+                run.append(record)
+                continue
+            if run:
+                await _insert_commands(cursor, run)
+                run = []
+            if isinstance(record, RaceOpened):
+                await cursor.execute(_INSERT_RACE, (
+                    record.race_id, record.code, record.seed,
+                    json.dumps(record.options.to_dict()), record.tournament_id,
+                    record.created_at,
+                ))
+                continue
+            for sql, parameters in statements_of(record):
+                await cursor.execute(_sql(sql), parameters)
+        if run:
+            await _insert_commands(cursor, run)
+
+
+async def _insert_commands(
+    cursor: psycopg.AsyncCursor[tuple[Any, ...]], run: list[CommandRecord]
+) -> None:
+    """A run of commands as one INSERT of three arrays, whatever its length."""
+    await cursor.execute(_INSERT_COMMANDS, _command_arrays(run))
+
+
+def _command_arrays(run: Sequence[Record]) -> tuple[list[str], list[str], list[float]]:
+    """The races, commands and times of a run of :class:`CommandRecord`."""
+    commands = [record for record in run if isinstance(record, CommandRecord)]
+    return (
+        [record.race_id for record in commands],
+        [command_to_json(record.command) for record in commands],
+        [record.at for record in commands],
+    )
+
+
+def _fence_arrays(fences: Mapping[str, int]) -> tuple[list[str], list[int]]:
+    return list(fences), list(fences.values())
+
+
+async def _prepare(url: str, connection: Connection) -> None:
+    """Create the tables (or bring them up to :data:`SCHEMA_VERSION`), one server at a
+    time."""
+    try:
+        async with connection.transaction():
+            await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            await connection.execute(_SCHEMA)
+            version = await _version(url, connection)
+            if version is None:
+                await connection.execute(
+                    "INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,)
+                )
+            # Migrations from older versions go here, each bringing it up by one.
+    except psycopg.Error as error:
+        raise _refusal(url, f"cannot be prepared ({_reason(error)})") from None
+
+
+async def _check(url: str, connection: Connection) -> None:
+    """Refuse a database without the tables, or with a newer version (read-only)."""
+    try:
+        (table,) = (await _rows(connection, "SELECT to_regclass('schema_version')::text"))[0]
+        if table is None:
+            raise _refusal(url, "holds no foursquare tables", "give the server's database with "
+                           "--db or FOURSQUARE_DB")
+        await _version(url, connection)
+    except psycopg.Error as error:
+        raise _refusal(url, f"cannot be read ({_reason(error)})") from None
+
+
+async def _version(url: str, connection: Connection) -> int | None:
+    """The tables' version (``None``: new); refuses one newer than this code knows."""
+    (version,) = (await _rows(connection, "SELECT max(version) FROM schema_version"))[0]
+    if version is not None and version > SCHEMA_VERSION:
+        raise _refusal(
+            url,
+            f"has schema version {version}, newer than this foursquare knows ({SCHEMA_VERSION})",
+            "run the version of foursquare that wrote it",
+        )
+    return None if version is None else int(version)
+
+
+def _refusal(
+    url: str,
+    problem: str,
+    remedy: str = "check that PostgreSQL runs and that the URL given with --db or "
+    "FOURSQUARE_DB is right, then start again",
+) -> JournalRefused:
+    """A database is never ``damaged`` in the sense of ``--new-journal``: there are no
+    files to move aside."""
+    return JournalRefused(shown(url), problem, remedy, damaged=False)
+
+
+def read_once(
+    url: str, read: Callable[[PostgresStore], Awaitable[T]], *, timeout: float = 5.0
+) -> T:
+    """Open the database at ``url`` read-only, ``read`` it, close it (for the commands:
+    blocks). Raises :class:`~server.journal_file.JournalRefused`."""
+
+    async def run() -> T:
+        store = await PostgresStore.open(url, timeout=timeout, for_writing=False)
+        try:
+            return await read(store)
+        finally:
+            await store.aclose()
+
+    return asyncio.run(run())
+
