@@ -451,12 +451,18 @@ class PostgresStore(StoreBase):
                 return await read(self._reader)
 
     async def _read(self, read: Callable[[Connection], Awaitable[T]]) -> T:
-        """:meth:`_on_reader`, its failures as :class:`JournalRefused` (like the SQLite
-        journal's reads)."""
-        try:
-            return await self._on_reader(read)
-        except (psycopg.Error, TimeoutError) as error:
-            raise _refusal(self.url, f"cannot be read now ({_reason(error)})") from None
+        """:meth:`_on_reader`, once more on a new connection if the reader's was found cut
+        (reading twice is harmless), its failures as :class:`JournalRefused` (like the
+        SQLite journal's reads)."""
+        for attempt in (1, 2):
+            try:
+                return await self._on_reader(read)
+            except (psycopg.Error, TimeoutError) as error:
+                cut = self._reader is not None and self._reader.broken
+                if attempt == 1 and cut:
+                    continue
+                raise _refusal(self.url, f"cannot be read now ({_reason(error)})") from None
+        raise AssertionError("unreachable")
 
     async def recover(self) -> Recovered:
         """Every player, every unfinished race and what players watch."""

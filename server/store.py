@@ -179,6 +179,12 @@ class Store(Protocol):
         """The lease of ``resource_id`` as the database holds it now, if any."""
         ...
 
+    @property
+    def held_leases(self) -> Mapping[str, Lease]:
+        """The leases this store holds and fences its writes with, by resource (a lease
+        found lost, by a refused write or renewal, is no longer in it)."""
+        ...
+
     async def available(self) -> None:
         """Return once :attr:`health` is :attr:`Health.AVAILABLE`."""
         ...

@@ -6,6 +6,11 @@ countdowns, and is stopped gracefully after the test. Override ``server_config``
 test module to change its settings. ``start_live_server`` does the same for a config of
 your own; ``server_process`` starts ``foursquare serve`` as a child process (for tests
 that kill it).
+
+``postgres_url`` is a database of the test's own on the machine's PostgreSQL
+(``DATABASE_URL``, by default ``postgresql://127.0.0.1:5432/test``, from which it is
+created, and dropped after the test). A PostgreSQL that cannot be reached fails the test
+with the command that starts it: never a skip.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +46,8 @@ class LiveServer:
     db_path: Path
     server: RaceServer | None = None
     """The server object when it runs in this process."""
+    db: str = ""
+    """The store as given (a file, or a ``postgresql://`` URL)."""
 
 
 def fast_config(db_path: Path) -> ServerConfig:
@@ -73,6 +82,7 @@ async def start_live_server(config: ServerConfig) -> AsyncIterator[LiveServer]:
             http_url=f"{'https' if config.tls else 'http'}://{config.host}:{server.port}",
             db_path=Path(config.db),
             server=server,
+            db=config.db,
         )
     finally:
         await server.stop()
@@ -114,11 +124,15 @@ class ServerProcess:
 
 
 @contextlib.contextmanager
-def run_server_process(db_path: Path, *extra: str) -> Iterator[ServerProcess]:
-    """Start ``foursquare serve`` on a free port and wait until it listens."""
+def run_server_process(
+    db_path: Path, *extra: str, db: str | None = None
+) -> Iterator[ServerProcess]:
+    """Start ``foursquare serve`` on a free port and wait until it listens; its store is
+    the journal at ``db_path``, or ``db`` (a ``postgresql://`` URL) if given, the log
+    then going beside ``db_path`` all the same."""
     command = [
-        sys.executable, "-m", "cli.main", "serve", "--port", "0", "--db", str(db_path),
-        "--quick-countdown", "0.2", *extra,
+        sys.executable, "-m", "cli.main", "serve", "--port", "0",
+        "--db", str(db_path) if db is None else db, "--quick-countdown", "0.2", *extra,
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # The server's log lines go beside its journal, to read when a test fails.
@@ -152,3 +166,47 @@ def server_process(tmp_path: Path) -> Iterator[ServerProcess]:
     with run_server_process(tmp_path / "foursquare.db") as child:
         yield child
 
+
+
+#: The PostgreSQL the tests use when ``DATABASE_URL`` does not name another.
+DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/test"
+
+#: How to start the machine's PostgreSQL, said when it cannot be reached.
+START_POSTGRES = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
+
+
+def database_url() -> str:
+    """The PostgreSQL the tests create their databases from."""
+    return os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+
+
+def with_database(url: str, name: str) -> str:
+    """``url`` naming database ``name`` instead of its own."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A database of this test's own (created, then dropped with its connections)."""
+    import psycopg
+
+    base = database_url()
+    reason = None
+    try:
+        admin = psycopg.connect(base, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        reason = (str(error).strip().splitlines() or ["no answer"])[0]
+    if reason is not None:
+        pytest.fail(
+            f"PostgreSQL at {base} cannot be reached ({reason}): start it with "
+            f"`{START_POSTGRES}`, or name another with DATABASE_URL",
+            pytrace=False,
+        )
+    name = f"foursquare_test_{secrets.token_hex(6)}"
+    try:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        yield with_database(base, name)
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()

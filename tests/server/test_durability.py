@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from cli.main import main as foursquare
 from engine import deal
 from protocol import (
     Boards,
@@ -24,7 +25,7 @@ from protocol import (
     RaceState,
     Resign,
 )
-from protocol.result import verify_result
+from protocol.result import RaceResult, verify_result
 from tests.conftest import LiveServer, run_server_process
 from tests.server.wire_client import WireClient
 
@@ -64,18 +65,27 @@ async def move_after_dropping_its_table(db: Path, racer: WireClient, race: str) 
     await racer.send(Place(race=race, move=card.move, row=row, col=col, id=racer.next_id()))
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest) -> str | None:
+    """The server's store: ``None`` for its journal file, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 async def test_a_server_killed_mid_race_comes_back_with_every_acknowledged_move(
-    tmp_path: Path,
+    tmp_path: Path, store_url: str | None
 ) -> None:
     db = tmp_path / "journal.db"
-    with run_server_process(db) as first:
+    with run_server_process(db, db=store_url) as first:
         ann, bob, race = await open_duel(first.url)
         ann_moves = await play_first_targets(ann, race, 5)
         bob_moves = await play_first_targets(bob, race, 2)
         first.kill()
     tokens = {ann.racer_id: ann.welcome.resume, bob.racer_id: bob.welcome.resume}
 
-    with run_server_process(db) as second:
+    with run_server_process(db, db=store_url) as second:
         back = {}
         for racer_id, token in tokens.items():
             client = await WireClient.connect(second.url, "again", resume=token)
@@ -144,3 +154,36 @@ async def test_a_journal_that_cannot_write_stops_the_server_before_any_answer(
     assert failure is not None
     assert failure.startswith(f"the journal {live_server.db_path} failed while the server ran")
     assert "no such table: race_commands" in failure and "start it again" in failure
+
+
+async def test_a_race_on_postgresql_ends_and_the_commands_read_its_result(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`foursquare serve --db postgresql://...` plays a race to its end; `foursquare
+    result` reads the stored record from the database, and `foursquare verify` accepts it."""
+    with run_server_process(tmp_path / "server.db", db=postgres_url) as server:
+        ann, bob, race = await open_duel(server.url)
+        ann_moves = await play_first_targets(ann, race, 4)
+        bob_moves = await play_first_targets(bob, race, 3)
+        for client in (bob, ann):
+            await client.send(Resign(race=race, id=client.next_id()))
+        finished = await ann.expect(RaceFinished)
+        assert {s.racer: list(s.moves) for s in finished.standings} == {
+            ann.racer_id: ann_moves, bob.racer_id: bob_moves,
+        }
+        for client in (ann, bob):
+            await client.close()
+        assert await asyncio.to_thread(server.terminate) == 0
+    capsys.readouterr()
+    assert await asyncio.to_thread(foursquare, ["result", race, "--db", postgres_url]) == 0
+    stored = tmp_path / "result.json"
+    stored.write_text(capsys.readouterr().out)
+    record, told = RaceResult.from_json(stored.read_text()), finished.to_result()
+    assert (record.race_id, record.seed) == (told.race_id, told.seed)
+    assert [(r.racer_id, r.outcome, r.moves) for r in record.racers] == [
+        (r.racer_id, r.outcome, r.moves) for r in told.racers
+    ]
+    assert await asyncio.to_thread(foursquare, ["verify", str(stored)]) == 0
+    assert "verified" in capsys.readouterr().out
+    assert await asyncio.to_thread(foursquare, ["result", "NOSUCHRACE", "--db", postgres_url]) == 1
+    assert f"has no result in {postgres_url}" in capsys.readouterr().err

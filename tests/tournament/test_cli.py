@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import io
 import json
 import re
@@ -13,7 +14,8 @@ import pytest
 
 from cli.main import main
 from protocol.tournament import TournamentStatus
-from tests.conftest import LiveServer
+from server.config import ServerConfig
+from tests.conftest import LiveServer, start_live_server
 from tests.tournament.players import BotPlayer, Player, round_over, wait_all
 
 
@@ -29,25 +31,45 @@ async def foursquare(*argv: str) -> tuple[int, str]:
     return await asyncio.to_thread(run)
 
 
-async def test_a_tournament_hosted_from_the_command_line_exports_a_verifiable_record(
-    live_server: LiveServer, tmp_path: Path
-) -> None:
-    url = live_server.url
+async def create_tournament(url: str, rounds: int) -> tuple[str, str]:
+    """Create a tournament of races of two with the command line: its code and token."""
     status, out = await foursquare(
-        "tournament",
-        "create",
-        "--server",
-        url,
-        "--name",
-        "cli cup",
-        "--rounds",
-        "2",
-        "--race-size",
-        "2",
+        "tournament", "create", "--server", url, "--name", "cli cup", "--rounds", str(rounds),
+        "--race-size", "2",
     )
     assert status == 0
     code = re.search(r"join code:\s+(\S+)", out)[1]  # type: ignore[index]
     token = re.search(r"host token:\s+(\S+)", out)[1]  # type: ignore[index]
+    return code, token
+
+
+async def play_rounds(
+    url: str, code: str, token: str, rounds: int, entrants: int
+) -> tuple[list[BotPlayer], Player]:
+    """Bots enter the open tournament and play every round, each started with the command
+    line; the bots, and a player who watched it all."""
+    bots = [
+        await BotPlayer.enter(url, f"bot{n}", code, "random", seed=n) for n in range(entrants)
+    ]
+    done = lambda s: s.status is TournamentStatus.FINISHED  # noqa: E731
+    playing = [asyncio.create_task(bot.play(done)) for bot in bots]
+    watcher = await Player.connect(url, "watcher", bot=False)
+    await watcher.watch(code)
+    for number in range(1, rounds + 1):
+        status, out = await foursquare(
+            "tournament", "start-round", code, "--server", url, "--token", token
+        )
+        assert status == 0 and f"round {number} of {rounds}" in out
+        await watcher.until(round_over(number))
+    await wait_all(*playing)
+    return bots, watcher
+
+
+async def test_a_tournament_hosted_from_the_command_line_exports_a_verifiable_record(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    url = live_server.url
+    code, token = await create_tournament(url, rounds=2)
 
     status, _ = await foursquare(
         "tournament", "open", code, "--server", url, "--token", "wrong-token-123456"
@@ -55,18 +77,7 @@ async def test_a_tournament_hosted_from_the_command_line_exports_a_verifiable_re
     assert status == 1, "a wrong token is refused"
     assert (await foursquare("tournament", "open", code, "--server", url, "--token", token))[0] == 0
 
-    bots = [await BotPlayer.enter(url, f"bot{n}", code, "random", seed=n) for n in range(3)]
-    done = lambda s: s.status is TournamentStatus.FINISHED  # noqa: E731
-    playing = [asyncio.create_task(bot.play(done)) for bot in bots]
-    watcher = await Player.connect(url, "watcher", bot=False)
-    await watcher.watch(code)
-    for number in (1, 2):
-        status, out = await foursquare(
-            "tournament", "start-round", code, "--server", url, "--token", token
-        )
-        assert status == 0 and f"round {number} of 2" in out
-        await watcher.until(round_over(number))
-    await wait_all(*playing)
+    bots, watcher = await play_rounds(url, code, token, rounds=2, entrants=3)
 
     status, out = await foursquare("tournament", "standings", code, "--server", url)
     assert status == 0 and "finished" in out and out.count(" point") == 3
@@ -182,3 +193,32 @@ def test_a_host_command_to_a_server_that_is_not_there_says_so_in_words(
         "(is the server running?).\n"
     )
 
+
+
+async def test_a_tournament_on_postgresql_exports_from_the_database(
+    server_config: ServerConfig, postgres_url: str, tmp_path: Path
+) -> None:
+    config = dataclasses.replace(server_config, db=postgres_url)
+    async with start_live_server(config) as live:
+        code, token = await create_tournament(live.url, rounds=1)
+        assert (await foursquare("tournament", "open", code, "--server", live.url,
+                                 "--token", token))[0] == 0
+        bots, watcher = await play_rounds(live.url, code, token, rounds=1, entrants=2)
+        from_server, from_db = tmp_path / "server.json", tmp_path / "db.json"
+        games = tmp_path / "games"
+        assert (await foursquare("tournament", "export", code, "--server", live.url,
+                                 "-o", str(from_server)))[0] == 0
+        for player in (*bots, watcher):
+            await player.close()
+    # The server has stopped: the record comes from the database alone.
+    status, _ = await foursquare("tournament", "export", code, "--db", postgres_url,
+                                 "-o", str(from_db), "--games-dir", str(games))
+    assert status == 0
+    record = json.loads(from_db.read_text())
+    assert record["standings"] == json.loads(from_server.read_text())["standings"]
+    assert len(record["games"]) == 1
+    assert (await foursquare("tournament", "verify", str(from_db)))[0] == 0
+    (game,) = games.iterdir()
+    assert (await foursquare("verify", str(game)))[0] == 0
+    status, _ = await foursquare("tournament", "export", "NOSUCH", "--db", postgres_url)
+    assert status == 1

@@ -1,0 +1,411 @@
+"""The store's promises, on both implementations: a real SQLite file and a real PostgreSQL
+database (one of the test's own). Written, committed, recovered; leases and the fences
+that refuse a stale epoch's writes whole; PostgreSQL lost mid-write and back."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from protocol import Role
+from server.journal import (
+    CommandRecord,
+    Journal,
+    PlayerRecord,
+    PlayerSeen,
+    RaceOpened,
+    Recovered,
+    ResultRecord,
+    StoppedWatching,
+    StoredRace,
+    Watching,
+    rebuild,
+)
+from server.journal_file import JournalRefused
+from server.postgres import PostgresStore
+from server.race import Command, Join, Place, Race, RaceOptions, Resign, SetReady, Start
+from server.store import (
+    EVERY_RESOURCE,
+    LONE_SERVER,
+    Health,
+    LeaseHeld,
+    LeaseLost,
+    Store,
+    StoreUnavailable,
+    is_database_url,
+    load_result,
+    load_tournaments,
+)
+from server.tournament import EntrantJoined, Opened, Tournament, TournamentSettings, hash_token
+from server.tournament_store import TournamentOpened, TournamentStore
+from tests.server.known_games import WON_SEED, conformance_game
+
+WON_MOVES = conformance_game(WON_SEED)[1]
+OPTIONS = RaceOptions(min_racers=2, max_racers=3, countdown=0.0, progress_interval=0.0)
+
+Opener = Callable[..., Coroutine[Any, Any, Store]]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store is kept: an SQLite file, or a PostgreSQL database of the test's own."""
+    if request.param == "sqlite":
+        return str(tmp_path / "journal.db")
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+async def open_at(where: str) -> AsyncIterator[Opener]:
+    """Opens stores at ``where`` (as many as a test wants: another server, another node),
+    and closes them after the test."""
+    opened: list[Store] = []
+
+    async def open_store(*, lease_everything: bool = True) -> Store:
+        store: Store
+        if is_database_url(where):
+            store = await PostgresStore.open(where, lease_everything=lease_everything)
+        else:
+            store = await asyncio.to_thread(Journal, where, lease_everything=lease_everything)
+        opened.append(store)
+        return store
+
+    yield open_store
+    for store in reversed(opened):
+        await store.aclose()
+
+
+def moves(race_id: str, first: int, count: int) -> list[CommandRecord]:
+    return [
+        CommandRecord(race_id, Place("p1", n, (0, 0)), float(n))
+        for n in range(first, first + count)
+    ]
+
+
+def commands_of(recovered: Recovered, race_id: str) -> list[object]:
+    (stored,) = [race for race in recovered.races if race.opened.race_id == race_id]
+    return [record.command for record in stored.commands]
+
+
+# ------------------------------------------------------------ write, recover
+
+
+async def test_what_is_written_is_recovered_by_the_next_store(open_at: Opener) -> None:
+    race = Race("R1", WON_SEED, OPTIONS, "CODE")
+    store = await open_at()
+    opened = RaceOpened("R1", WON_SEED, OPTIONS, "CODE", 1.0)
+    records: list[CommandRecord] = []
+    commands: list[Command] = [
+        Join("ann", "ann ü", False), Join("bob", "bob", True), SetReady("ann", True),
+        SetReady("bob", True), Start(),
+    ]
+    for now, command in enumerate(commands, start=2):
+        race.apply(command, float(now))
+        records.append(CommandRecord("R1", command, float(now)))
+    for number, position in enumerate(WON_MOVES[:5], start=1):
+        command = Place("ann", number, position)
+        race.apply(command, 10.0 + number)
+        records.append(CommandRecord("R1", command, 10.0 + number))
+    await store.write(
+        PlayerRecord("ann", b"h1", "ann ü", False, 0.5, last_seen=3.0),
+        PlayerRecord("eve", b"h2", "eve", False, 0.0, Role.SPECTATOR),
+        opened,
+    )
+    await asyncio.gather(*(store.write(record) for record in records))
+    await store.write(
+        PlayerSeen("eve", 7.0), *(Watching("eve", r) for r in ("R1", "R2", "R3")),
+        StoppedWatching("eve", ("R2",)),
+    )
+    await store.aclose()
+
+    recovered = await (await open_at()).recover()
+    assert recovered.players == (
+        PlayerRecord("ann", b"h1", "ann ü", False, 0.5, last_seen=3.0),
+        PlayerRecord("eve", b"h2", "eve", False, 0.0, Role.SPECTATOR, last_seen=7.0),
+    )
+    assert recovered.races == (StoredRace(opened, tuple(records)),)
+    assert recovered.watching == (Watching("eve", "R1"), Watching("eve", "R3"))
+    assert rebuild(recovered.races[0]).snapshot(20.0) == race.snapshot(20.0)
+
+
+async def test_what_one_loop_iteration_submits_is_one_transaction(open_at: Opener) -> None:
+    store = await open_at()
+    await store.write(RaceOpened("R1", "s", OPTIONS, None, 0.0))
+    committed = store.batches_committed  # type: ignore[attr-defined]
+    writes = [store.write(record) for record in moves("R1", 1, 400)]
+    writes.append(store.write(RaceOpened("R2", "s", OPTIONS, None, 0.0)))
+    writes += [store.write(record) for record in moves("R2", 1, 3)]
+    await asyncio.gather(*writes)
+    assert store.batches_committed == committed + 1  # type: ignore[attr-defined]
+    recovered = await store.recover()
+    assert commands_of(recovered, "R1") == [r.command for r in moves("R1", 1, 400)]
+    assert commands_of(recovered, "R2") == [r.command for r in moves("R2", 1, 3)]
+
+
+async def test_a_finished_race_leaves_its_result_not_its_commands(
+    open_at: Opener, where: str
+) -> None:
+    race = Race("R1", WON_SEED, OPTIONS)
+    store = await open_at()
+    await store.write(RaceOpened("R1", WON_SEED, OPTIONS, None, 0.0))
+    for command in (Join("ann", "ann", False), Join("bob", "bob", True), Start(),
+                    Resign("bob"), Resign("ann")):
+        race.apply(command, 1.0)
+        await store.write(CommandRecord("R1", command, 1.0))
+    assert race.result is not None
+    await store.write(ResultRecord("R1", race.result, 2.0))
+    assert (await store.recover()).races == ()
+    assert await store.read_results(["R1", "R9"]) == {"R1": race.result}
+    await store.aclose()
+    # The command that prints it reads it, from the file or the database.
+    assert await asyncio.to_thread(load_result, where, "R1") == race.result
+    assert await asyncio.to_thread(load_result, where, "R9") is None
+
+
+async def test_tournaments_are_written_with_races_and_read_back(
+    open_at: Opener, where: str
+) -> None:
+    settings = TournamentSettings(name="cup", rounds=1, race_size=2)
+    tournament = Tournament("T1", "CUP123", hash_token("host-token-0123456789"), settings, 0.0)
+    store = await open_at()
+    await store.write(TournamentOpened.of(tournament))
+    joined = [EntrantJoined("e1", "ann", False), EntrantJoined("e2", "bob", True)]
+    await store.write(*TournamentStore.events_of("T1", [Opened(), *joined], 2.0))
+    (stored,) = await store.read_tournaments()
+    assert stored.opened == TournamentOpened.of(tournament)
+    assert stored.events == ((Opened(), 2.0), (joined[0], 2.0), (joined[1], 2.0))
+    assert await store.read_tournaments("NOSUCH") == []
+    await store.aclose()
+    (restored,) = await asyncio.to_thread(load_tournaments, where, None, "CUP123")
+    assert sorted(restored.entrants) == ["e1", "e2"]
+
+
+async def test_a_failed_transaction_leaves_nothing_and_the_store_goes_on(
+    open_at: Opener,
+) -> None:
+    store = await open_at()
+    await store.write(RaceOpened("R1", "s", OPTIONS, None, 0.0))
+    with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
+        await store.write(
+            CommandRecord("R1", Join("p", "p", False), 1.0),
+            RaceOpened("R1", "s", OPTIONS, None, 0.0),  # already there: the whole of it fails
+        )
+    await store.write(CommandRecord("R1", Join("q", "q", False), 2.0))
+    assert commands_of(await store.recover(), "R1") == [Join("q", "q", False)]
+    assert store.health is Health.AVAILABLE
+
+
+# ------------------------------------------------------------ leases, fences
+
+
+async def test_a_second_server_takes_the_store_over_and_the_first_is_refused_whole(
+    open_at: Opener,
+) -> None:
+    first = await open_at()
+    assert first.held_leases[EVERY_RESOURCE].owner == LONE_SERVER
+    await first.write(RaceOpened("R1", "s", OPTIONS, None, 0.0), *moves("R1", 1, 2))
+    second = await open_at()
+    epochs = [
+        store.held_leases[EVERY_RESOURCE].epoch for store in (first, second)
+    ]
+    assert epochs[1] == epochs[0] + 1
+    # Moves alone (one statement), and a transaction of several kinds of record.
+    with pytest.raises(LeaseLost) as refused:
+        await first.write(*moves("R1", 3, 2))
+    assert refused.value.resources == (EVERY_RESOURCE,)
+    with pytest.raises(LeaseLost):
+        await first.write(PlayerRecord("p9", b"h9", "zed", False, 0.0), *moves("R1", 3, 1))
+    recovered = await second.recover()
+    assert commands_of(recovered, "R1") == [r.command for r in moves("R1", 1, 2)]
+    assert recovered.players == ()
+    await second.write(*moves("R1", 3, 1))  # the holder writes on
+    assert commands_of(await second.recover(), "R1") == [r.command for r in moves("R1", 1, 3)]
+
+
+async def test_a_node_taken_over_loses_only_that_race_and_its_mixed_writes_whole(
+    open_at: Opener,
+) -> None:
+    node_a = await open_at(lease_everything=False)
+    node_b = await open_at(lease_everything=False)
+    lease_1 = await node_a.acquire_lease("R1", "node-a", 30.0)
+    await node_a.acquire_lease("R2", "node-a", 30.0)
+    await node_a.write(RaceOpened("R1", "s", OPTIONS, None, 0.0),
+                       RaceOpened("R2", "s", OPTIONS, None, 0.0))
+    with pytest.raises(LeaseHeld):
+        await node_b.acquire_lease("R1", "node-b", 30.0)  # held, not expired
+    taken = await node_b.take_over_lease("R1", "node-b", 30.0)
+    assert (taken.owner, taken.epoch) == ("node-b", lease_1.epoch + 1)
+    with pytest.raises(LeaseLost) as refused:
+        await node_a.write(*moves("R1", 1, 1), *moves("R2", 1, 1))
+    assert refused.value.resources == ("R1",)
+    assert "R1" not in node_a.held_leases
+    await node_a.write(*moves("R2", 1, 1))  # its other race goes on
+    with pytest.raises(LeaseLost):  # and it no longer writes the one it lost
+        await node_a.write(*moves("R1", 1, 1))
+    await node_b.write(*moves("R1", 1, 1))
+    recovered = await node_b.recover()
+    assert commands_of(recovered, "R1") == [moves("R1", 1, 1)[0].command]
+    assert commands_of(recovered, "R2") == [moves("R2", 1, 1)[0].command]
+    with pytest.raises(LeaseLost):
+        await node_a.renew_lease(lease_1, 30.0)
+
+
+async def test_a_lease_is_acquired_when_it_has_expired_or_was_released(
+    open_at: Opener,
+) -> None:
+    node_a = await open_at(lease_everything=False)
+    node_b = await open_at(lease_everything=False)
+    first = await node_a.acquire_lease("T1", "node-a", 3600.0)
+    again = await node_a.acquire_lease("T1", "node-a", 3600.0)  # its own: a new epoch
+    assert again.epoch == first.epoch + 1
+    with pytest.raises(LeaseHeld) as held:
+        await node_b.acquire_lease("T1", "node-b", 30.0)
+    assert held.value.lease == await node_a.read_lease("T1") == again
+    renewed = await node_a.renew_lease(again, 0.0)  # expires at once
+    assert renewed.epoch == again.epoch
+    taken = await node_b.acquire_lease("T1", "node-b", 60.0)
+    assert (taken.owner, taken.epoch) == ("node-b", again.epoch + 1)
+    assert taken.expires_at is not None and renewed.expires_at is not None
+    assert taken.expires_at > renewed.expires_at
+    await node_b.release_lease(taken)
+    assert "T1" not in node_b.held_leases
+    assert (await node_a.acquire_lease("T1", "node-a", 30.0)).epoch == taken.epoch + 1
+
+
+async def test_a_write_for_a_race_whose_lease_is_not_held_is_refused(open_at: Opener) -> None:
+    node = await open_at(lease_everything=False)
+    with pytest.raises(LeaseLost):
+        await node.write(RaceOpened("R1", "s", OPTIONS, None, 0.0))
+    await node.write(PlayerRecord("p1", b"h", "ann", False, 0.0))  # a player's: no lease
+    assert [p.player_id for p in (await node.recover()).players] == ["p1"]
+
+
+# ------------------------------------------------------------ PostgreSQL only
+
+
+async def test_a_takeover_waits_for_the_transaction_that_holds_the_lease(
+    postgres_url: str,
+) -> None:
+    """The fence locks the lease's row until its transaction ends: a takeover made
+    meanwhile (another connection) waits, so a write is either in before the new epoch or
+    refused after it, never stored under the new holder."""
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    lease = await node_a.acquire_lease("R1", "node-a", 30.0)
+    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as writer:
+        async with writer.transaction():
+            await writer.execute("SELECT foursquare_fence(%s, %s)", (["R1"], [lease.epoch]))
+            takeover = asyncio.create_task(node_b.take_over_lease("R1", "node-b", 30.0))
+            async with await psycopg.AsyncConnection.connect(postgres_url) as watcher:
+                while True:  # until the takeover is seen waiting for the row's lock
+                    cursor = await watcher.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        " AND query LIKE 'INSERT INTO leases%%'"
+                    )
+                    row = await cursor.fetchone()
+                    await watcher.rollback()
+                    if row is not None and row[0] == 1:
+                        break
+                    assert not takeover.done()
+                    await asyncio.sleep(0.01)
+            assert not takeover.done()
+        assert (await takeover).epoch == lease.epoch + 1
+    await node_a.aclose()
+    await node_b.aclose()
+
+
+async def terminate_backends(url: str) -> int:
+    """Cut every connection to the database ``url`` names (as a restart of the database
+    would), from a connection to another database."""
+    async with await _admin() as admin:
+        cursor = await admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s",
+            (_name(url),),
+        )
+        row = await cursor.fetchone()
+        return 0 if row is None else int(row[0])
+
+
+async def allow_connections(url: str, allowed: bool) -> None:
+    """Let the database ``url`` names take new connections, or refuse them as a database
+    that is down does (the shared PostgreSQL itself is never stopped)."""
+    async with await _admin() as admin:
+        await admin.execute(
+            f'ALTER DATABASE "{_name(url)}" ALLOW_CONNECTIONS {str(allowed).lower()}'
+        )
+
+
+async def _admin() -> psycopg.AsyncConnection[tuple[Any, ...]]:
+    from tests.conftest import database_url
+
+    return await psycopg.AsyncConnection.connect(database_url(), autocommit=True)
+
+
+def _name(url: str) -> str:
+    return url.rsplit("/", 1)[1]
+
+
+async def test_a_cut_connection_fails_the_write_and_the_store_connects_again(
+    postgres_url: str,
+) -> None:
+    store = await PostgresStore.open(postgres_url)
+    await store.write(RaceOpened("R1", "s", OPTIONS, None, 0.0), *moves("R1", 1, 2))
+    assert await terminate_backends(postgres_url) >= 1
+    waiting = [store.write(record) for record in moves("R1", 3, 3)]
+    for outcome in await asyncio.gather(*waiting, return_exceptions=True):
+        assert isinstance(outcome, StoreUnavailable), outcome
+    await asyncio.wait_for(store.available(), 10)
+    assert store.health is Health.AVAILABLE
+    await store.write(*moves("R1", 3, 1))
+    assert commands_of(await store.recover(), "R1") == [r.command for r in moves("R1", 1, 3)]
+    await store.aclose()
+
+
+async def test_while_the_database_is_down_writes_fail_at_once_until_it_is_back(
+    postgres_url: str,
+) -> None:
+    store = await PostgresStore.open(postgres_url)
+    await store.write(RaceOpened("R1", "s", OPTIONS, None, 0.0))
+    await allow_connections(postgres_url, False)
+    try:
+        await terminate_backends(postgres_url)
+        with pytest.raises(StoreUnavailable) as cut:
+            await store.write(*moves("R1", 1, 1))  # the connection is found cut
+        assert _name(postgres_url) in str(cut.value)
+        assert store.health is Health.UNAVAILABLE
+        await asyncio.sleep(0.3)  # the store tries to connect again meanwhile, and fails
+        for first in (1, 2):
+            with pytest.raises(StoreUnavailable):
+                await store.write(*moves("R1", first, 1))
+        assert store.health is Health.UNAVAILABLE
+    finally:
+        await allow_connections(postgres_url, True)
+    await asyncio.wait_for(store.available(), 10)
+    await store.write(*moves("R1", 1, 1))
+    assert commands_of(await store.recover(), "R1") == [moves("R1", 1, 1)[0].command]
+    await store.aclose()
+
+
+async def test_a_database_that_cannot_be_reached_is_refused_in_a_sentence(
+    postgres_url: str, unused_tcp_port: int
+) -> None:
+    closed = f"postgresql://user:secret@127.0.0.1:{unused_tcp_port}/nowhere"
+    with pytest.raises(JournalRefused) as refused:
+        await PostgresStore.open(closed, timeout=2.0)
+    sentence = str(refused.value)
+    assert sentence.startswith(f"the journal postgresql://user:***@127.0.0.1:{unused_tcp_port}/"
+                               "nowhere cannot be reached (")
+    assert "secret" not in sentence and not refused.value.damaged
+    # A command reading a database without the tables is refused, and creates none.
+    with pytest.raises(JournalRefused, match="holds no foursquare tables"):
+        await asyncio.to_thread(load_result, postgres_url, "R1")
+    async with await psycopg.AsyncConnection.connect(postgres_url) as connection:
+        cursor = await connection.execute("SELECT to_regclass('races')")
+        assert await cursor.fetchone() == (None,)
+
