@@ -63,7 +63,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -88,9 +88,17 @@ from protocol import (
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 #: What a run can measure: the server with its journal on disk (as deployed), on a RAM
-#: disk (the same code without the disk's fsync), or off; and the echo floor.
-TARGETS = ("server", "server-ram", "server-no-journal", "echo")
-JOURNALS = {"server": "disk", "server-ram": "ram", "server-no-journal": "off"}
+#: disk (the same code without the disk's fsync), or off; the server with its store in
+#: PostgreSQL (a database of the run's own, made from ``--postgres``), its commits flushed
+#: to the database's disk (PostgreSQL's default) or not (``synchronous_commit=off``: like
+#: the journal's ``normal``, they survive the game server's death, not the database's);
+#: and the echo floor.
+TARGETS = ("server", "server-ram", "server-no-journal", "server-postgresql",
+           "server-postgresql-async", "echo")
+JOURNALS = {"server": "disk", "server-ram": "ram", "server-no-journal": "off",
+            "server-postgresql": "postgresql", "server-postgresql-async": "postgresql-async"}
+#: The PostgreSQL whose server a ``server-postgresql`` run makes its database on.
+POSTGRES_URL = "postgresql://127.0.0.1:5432/test"
 RAM_DIR = Path("/dev/shm")
 #: How many racers measure the progress delay (decode every progress frame they get);
 #: the others recognise such frames from their bytes and drop them (see :func:`frame_type`).
@@ -130,6 +138,8 @@ class Settings:
     scrape: float = 0.0
     """Seconds between two ``GET /metrics`` of a server target during the run, as a
     Prometheus would scrape it (0: none; the echo floor has no metrics)."""
+    postgres: str = POSTGRES_URL
+    """For ``server-postgresql``: the database each run creates its own from (and drops)."""
 
 
 # ============================================================ the generator process
@@ -827,6 +837,30 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def database_cpu_seconds(db: Path | str) -> float | None:
+    """CPU seconds used so far by the PostgreSQL backends serving the database ``db``
+    names (``None`` for a journal file): the store's side of each commit, which the
+    server's own CPU does not show. The database's shared background processes (WAL
+    writer, checkpointer) are not counted."""
+    if not isinstance(db, str):
+        return None
+    import urllib.parse
+
+    import psycopg
+
+    name = urllib.parse.urlsplit(db).path.lstrip("/")
+    with psycopg.connect(db, autocommit=True) as connection:
+        pids = [row[0] for row in connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )]
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(pid)
+    return total
+
+
 def run_queue_wait(pid: int) -> float:
     """Seconds the process's main thread spent runnable but waiting for a CPU (schedstat)."""
     try:
@@ -849,7 +883,7 @@ def server_help() -> str | None:
     return probe.stdout if probe.returncode == 0 else None
 
 
-def target_command(target: str, port: int, db: Path, loop: str) -> list[str]:
+def target_command(target: str, port: int, db: Path | str, loop: str) -> list[str]:
     if target == "echo":
         return [sys.executable, "-m", "bench.echo_server", "--port", str(port), "--loop", loop]
     # Every racer comes from 127.0.0.1: no per-address caps.
@@ -878,7 +912,35 @@ def unavailable(target: str, loop: str = "asyncio") -> str | None:
         return "`foursquare serve` has no `--loop` option yet"
     if JOURNALS[target] == "ram" and not RAM_DIR.is_dir():
         return f"there is no RAM disk at {RAM_DIR}"
+    if JOURNALS[target].startswith("postgresql") and "postgresql://" not in help_text:
+        return "`foursquare serve` takes no postgresql:// store yet"
     return None
+
+
+@contextlib.contextmanager
+def run_database(target: str, settings: Settings, workdir: Path) -> Iterator[Path | str]:
+    """The store a run of ``target`` uses: a journal in ``workdir``, or for the
+    ``server-postgresql`` targets a database of the run's own on ``settings.postgres``'s
+    server, dropped after the run."""
+    journal = JOURNALS.get(target, "")
+    if not journal.startswith("postgresql"):
+        yield workdir / "load.db"
+        return
+    import urllib.parse
+
+    import psycopg
+
+    name = f"foursquare_load_{os.getpid()}_{int(time.time())}"
+    with psycopg.connect(settings.postgres, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            parts = urllib.parse.urlsplit(settings.postgres)._replace(path="/" + name)
+            if journal == "postgresql-async":
+                options = "options=-csynchronous_commit%3Doff"
+                parts = parts._replace(query="&".join(filter(None, [parts.query, options])))
+            yield urllib.parse.urlunsplit(parts)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def run_target(target: str, settings: Settings) -> dict[str, Any]:
@@ -887,7 +949,9 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
     db_dir = str(RAM_DIR) if JOURNALS.get(target) == "ram" else settings.db_dir
     workdir = Path(tempfile.mkdtemp(prefix="foursquare-load-", dir=db_dir))
     log = (workdir / "target.log").open("wb")
-    command = target_command(target, port, workdir / "load.db", settings.loop)
+    database = contextlib.ExitStack()
+    db = database.enter_context(run_database(target, settings, workdir))
+    command = target_command(target, port, db, settings.loop)
     target_process = start(0, command, settings, stdout=log, stderr=subprocess.STDOUT)
     generator: subprocess.Popen[str] | None = None
     try:
@@ -905,6 +969,7 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         connected = json.loads(generator.stdout.readline() or "{}").get("connected", 0)
         time.sleep(1.0)
         rss_idle = rss_bytes(target_process.pid)
+        database_start = database_cpu_seconds(db)
         cpu_start, wall_start = cpu_seconds(target_process.pid), time.monotonic()
         wait_start, load_start = run_queue_wait(target_process.pid), os.getloadavg()[0]
         generator.stdin.write("go\n")
@@ -924,6 +989,9 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
                 break
         cpu = cpu_seconds(target_process.pid) - cpu_start
         wall = time.monotonic() - wall_start
+        database_end = database_cpu_seconds(db)
+        database_cpu = (None if database_start is None or database_end is None
+                        else database_end - database_start)
         waited = run_queue_wait(target_process.pid) - wait_start
         load_end = os.getloadavg()[0]
         output, _ = generator.communicate(timeout=60)
@@ -938,6 +1006,7 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
             target_process.kill()
             target_process.wait()
         log.close()
+        database.close()
         shutil.rmtree(workdir, ignore_errors=True)
     connections = max(connected, 1)
     return {
@@ -946,6 +1015,14 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         **asdict(settings),
         **measured,
         "server_cpu_percent": 100 * cpu / wall,
+        "server_cpu_us_per_move": (
+            1e6 * cpu / wall / measured["moves_per_second"]
+            if measured.get("moves_per_second") else None
+        ),
+        "database_cpu_us_per_move": (
+            1e6 * database_cpu / wall / measured["moves_per_second"]
+            if database_cpu is not None and measured.get("moves_per_second") else None
+        ),
         "server_cpu_wait_percent": 100 * waited / wall,
         "load_average": [round(load_start, 2), round(load_end, 2)],
         "rss_empty_mib": rss_empty / 2**20,
@@ -969,7 +1046,7 @@ def table(results: list[dict[str, Any]]) -> str:
     header = [
         "target", "racers", "moves/s", "move RTT p50 / p90 / p99 / max (ms)",
         "progress → racers p50 / p99", "→ spectators p50 / p99", "errors",
-        "target CPU", "idle KiB/conn",
+        "target CPU", "CPU/move (µs)", "idle KiB/conn",
     ]
     rows = []
     for r in results:
@@ -984,6 +1061,7 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{_ms(ps['p50'])} / {_ms(ps['p99'])}",
             f"{r['errors']:,}",
             f"{r['server_cpu_percent']:.0f}%",
+            _ms(r.get("server_cpu_us_per_move")),
             f"{r['rss_per_connection_kib']:.1f}",
         ])
     return markdown_table(header, rows)
@@ -1031,10 +1109,12 @@ def write_docs(results: list[dict[str, Any]], command: str, notes: list[str]) ->
         PERFORMANCE_DOC.write_text(text.rstrip() + "\n\n" + LOAD_INTRO + "\n<!-- bench:load -->\n"
                                    "<!-- /bench:load -->\n")
     first = results[0]
+    # A run with the store in PostgreSQL compares the stores, in a section of its own.
+    stores = any(r["target"].startswith("server-postgresql") for r in results)
     body = [
         table(results),
         "",
-        *ratios(results),
+        *(store_lines(results) if stores else ratios(results)),
         *notes,
         "",
         f"Races of {first['race_size']}, think time {first['think']:g} s (uniform 0.5x-1.5x), "
@@ -1042,7 +1122,7 @@ def write_docs(results: list[dict[str, Any]], command: str, notes: list[str]) ->
         f"{first['warmup']:g} s are not measured, event loop {first['loop']}. "
         f"Command: `{command}` ({machine_line()}).",
     ]
-    update_section("load", "\n".join(body))
+    update_section("load-store" if stores else "load", "\n".join(body))
 
 
 COLOURS = {"server": "#c0392b", "server-ram": "#e67e22", "server-no-journal": "#8e44ad",
@@ -1314,6 +1394,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep", help="comma-separated racer counts: one run per count and "
                         "target, and a plot of latency against racers")
     parser.add_argument("--db-dir", help="directory for the server's journal (e.g. /dev/shm)")
+    parser.add_argument("--postgres", default=os.environ.get("DATABASE_URL") or POSTGRES_URL,
+                        metavar="URL",
+                        help="for the server-postgresql target: the PostgreSQL each run "
+                        "creates a database of its own on, and drops after (default "
+                        f"DATABASE_URL, else {POSTGRES_URL})")
     parser.add_argument("--scrape", type=float, default=defaults.scrape, metavar="SECONDS",
                         help="GET the server's /metrics every SECONDS of the measured window, "
                         "as Prometheus would (default: never); the round trips are reported")
@@ -1350,7 +1435,7 @@ def main(argv: list[str] | None = None) -> int:
         racers=args.racers, race_size=args.race_size, think=args.think,
         spectators=args.spectators, duration=args.duration,
         warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
-        loop=args.loop, priority=args.priority, scrape=args.scrape,
+        loop=args.loop, priority=args.priority, scrape=args.scrape, postgres=args.postgres,
     )
     if args.goals:
         rows, results = run_goals(settings)
@@ -1387,7 +1472,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     notes += caveats(results)
     print(table(results))
-    for line in ratios(results) + scrape_lines(results) + notes:
+    for line in ratios(results) + store_lines(results) + scrape_lines(results) + notes:
         print(line)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"settings": asdict(settings), "results": results},
@@ -1399,6 +1484,30 @@ def main(argv: list[str] | None = None) -> int:
         else:
             write_docs(results, shown, notes)
     return 0
+
+
+def store_lines(results: list[dict[str, Any]]) -> list[str]:
+    """The store in PostgreSQL against the journal in SQLite on disk, per load: the server's
+    CPU per move (and the database's own), and the move's p99."""
+    lines = []
+    by_load: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    for r in results:
+        by_load.setdefault((r["racers"], r["spectators"]), {})[r["target"]] = r
+    for (racers, _), runs in sorted(by_load.items()):
+        sqlite = runs.get("server")
+        for name in ("server-postgresql", "server-postgresql-async"):
+            postgres = runs.get(name)
+            if sqlite is None or postgres is None:
+                continue
+            lines.append(
+                f"- {racers:,} racers, {name} against server (SQLite): the server's CPU per "
+                f"move {_ms(postgres['server_cpu_us_per_move'])} against "
+                f"{_ms(sqlite['server_cpu_us_per_move'])} µs, plus "
+                f"{_ms(postgres['database_cpu_us_per_move'])} µs in the database's backends; "
+                f"move p99 {_ms(postgres['rtt_ms']['p99'])} against "
+                f"{_ms(sqlite['rtt_ms']['p99'])} ms."
+            )
+    return lines
 
 
 def caveats(results: list[dict[str, Any]]) -> list[str]:
