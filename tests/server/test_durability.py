@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -26,7 +28,8 @@ from protocol import (
     Resign,
 )
 from protocol.result import RaceResult, verify_result
-from tests.conftest import LiveServer, run_server_process
+from tests.conftest import LiveServer, fast_config, run_server_process, start_live_server
+from tests.server.postgres_faults import terminate_backends
 from tests.server.wire_client import WireClient
 
 DUEL = RaceOptions(max_racers=2, min_racers=2, countdown=0, public=False)
@@ -187,3 +190,54 @@ async def test_a_race_on_postgresql_ends_and_the_commands_read_its_result(
     assert "verified" in capsys.readouterr().out
     assert await asyncio.to_thread(foursquare, ["result", "NOSUCHRACE", "--db", postgres_url]) == 1
     assert f"has no result in {postgres_url}" in capsys.readouterr().err
+
+
+async def moves_then_stop(
+    live: LiveServer, ann: WireClient, race: str, cut: Callable[[], Awaitable[object]]
+) -> str:
+    """Ann's next move after ``cut`` must not be answered: the server stops first. Its
+    failure sentence."""
+    await cut()
+    card = await ann.expect(CardToPlace)
+    row, col = card.targets[0]
+    await ann.send(Place(race=race, move=card.move, row=row, col=col, id=ann.next_id()))
+    with pytest.raises(ConnectionClosed):
+        while True:
+            message = await ann.receive()
+            assert not isinstance(message, MovePlaced), "a move that is not stored was answered"
+    assert ann.connection.close_code == CloseCode.GOING_AWAY
+    assert live.server is not None and live.server.failure_sentence is not None
+    return live.server.failure_sentence
+
+
+async def test_postgresql_lost_while_the_server_runs_stops_it_before_any_answer(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "unused.db"), db=postgres_url)
+    async with start_live_server(config) as live:
+        ann, bob, race = await open_duel(live.url)
+        await play_first_targets(ann, race, 1)
+        failure = await moves_then_stop(
+            live, ann, race, lambda: terminate_backends(postgres_url)
+        )
+        assert failure.startswith(f"the journal {postgres_url} failed while the server ran")
+        assert "cannot be reached" in failure and "start it again" in failure
+        await bob.close()
+
+
+async def test_a_second_server_on_the_database_takes_it_over_and_the_first_stops(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "unused.db"), db=postgres_url)
+    async with start_live_server(config) as first:
+        ann, bob, race = await open_duel(first.url)
+        played = await play_first_targets(ann, race, 2)
+        async with start_live_server(config) as second:
+            failure = await moves_then_stop(first, ann, race, lambda: asyncio.sleep(0))
+            assert "the lease of * is held by another node now" in failure
+            back = await WireClient.connect(second.url, "ann", resume=ann.welcome.resume)
+            snapshot = await back.expect(RaceSnapshot)
+            assert {e.racer: e.cards_played for e in snapshot.progress}[ann.racer_id] == 2
+            assert (await back.expect(Boards)).boards[0].shown == len(played)
+            await back.close()
+        await bob.close()

@@ -45,6 +45,7 @@ from server.store import (
 from server.tournament import EntrantJoined, Opened, Tournament, TournamentSettings, hash_token
 from server.tournament_store import TournamentOpened, TournamentStore
 from tests.server.known_games import WON_SEED, conformance_game
+from tests.server.postgres_faults import allow_connections, database_name, terminate_backends
 
 WON_MOVES = conformance_game(WON_SEED)[1]
 OPTIONS = RaceOptions(min_racers=2, max_racers=3, countdown=0.0, progress_interval=0.0)
@@ -320,37 +321,6 @@ async def test_a_takeover_waits_for_the_transaction_that_holds_the_lease(
     await node_b.aclose()
 
 
-async def terminate_backends(url: str) -> int:
-    """Cut every connection to the database ``url`` names (as a restart of the database
-    would), from a connection to another database."""
-    async with await _admin() as admin:
-        cursor = await admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s",
-            (_name(url),),
-        )
-        row = await cursor.fetchone()
-        return 0 if row is None else int(row[0])
-
-
-async def allow_connections(url: str, allowed: bool) -> None:
-    """Let the database ``url`` names take new connections, or refuse them as a database
-    that is down does (the shared PostgreSQL itself is never stopped)."""
-    async with await _admin() as admin:
-        await admin.execute(
-            f'ALTER DATABASE "{_name(url)}" ALLOW_CONNECTIONS {str(allowed).lower()}'
-        )
-
-
-async def _admin() -> psycopg.AsyncConnection[tuple[Any, ...]]:
-    from tests.conftest import database_url
-
-    return await psycopg.AsyncConnection.connect(database_url(), autocommit=True)
-
-
-def _name(url: str) -> str:
-    return url.rsplit("/", 1)[1]
-
-
 async def test_a_cut_connection_fails_the_write_and_the_store_connects_again(
     postgres_url: str,
 ) -> None:
@@ -377,7 +347,7 @@ async def test_while_the_database_is_down_writes_fail_at_once_until_it_is_back(
         await terminate_backends(postgres_url)
         with pytest.raises(StoreUnavailable) as cut:
             await store.write(*moves("R1", 1, 1))  # the connection is found cut
-        assert _name(postgres_url) in str(cut.value)
+        assert database_name(postgres_url) in str(cut.value)
         assert store.health is Health.UNAVAILABLE
         await asyncio.sleep(0.3)  # the store tries to connect again meanwhile, and fails
         for first in (1, 2):
