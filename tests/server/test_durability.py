@@ -28,6 +28,7 @@ from protocol import (
     Resign,
 )
 from protocol.result import RaceResult, verify_result
+from server.config import ServerConfig
 from tests.conftest import LiveServer, fast_config, run_server_process, start_live_server
 from tests.server.postgres_faults import terminate_backends
 from tests.server.wire_client import WireClient
@@ -210,11 +211,16 @@ async def moves_then_stop(
     return live.server.failure_sentence
 
 
+@pytest.fixture
+def on_postgresql(tmp_path: Path, postgres_url: str) -> ServerConfig:
+    """A test server's config with its store in a PostgreSQL database of the test's own."""
+    return dataclasses.replace(fast_config(tmp_path / "unused.db"), db=postgres_url)
+
+
 async def test_postgresql_lost_while_the_server_runs_stops_it_before_any_answer(
-    tmp_path: Path, postgres_url: str
+    on_postgresql: ServerConfig, postgres_url: str
 ) -> None:
-    config = dataclasses.replace(fast_config(tmp_path / "unused.db"), db=postgres_url)
-    async with start_live_server(config) as live:
+    async with start_live_server(on_postgresql) as live:
         ann, bob, race = await open_duel(live.url)
         await play_first_targets(ann, race, 1)
         failure = await moves_then_stop(
@@ -226,13 +232,12 @@ async def test_postgresql_lost_while_the_server_runs_stops_it_before_any_answer(
 
 
 async def test_a_second_server_on_the_database_takes_it_over_and_the_first_stops(
-    tmp_path: Path, postgres_url: str
+    on_postgresql: ServerConfig,
 ) -> None:
-    config = dataclasses.replace(fast_config(tmp_path / "unused.db"), db=postgres_url)
-    async with start_live_server(config) as first:
+    async with start_live_server(on_postgresql) as first:
         ann, bob, race = await open_duel(first.url)
         played = await play_first_targets(ann, race, 2)
-        async with start_live_server(config) as second:
+        async with start_live_server(on_postgresql) as second:
             failure = await moves_then_stop(first, ann, race, lambda: asyncio.sleep(0))
             assert "the lease of * is held by another node now" in failure
             back = await WireClient.connect(second.url, "ann", resume=ann.welcome.resume)

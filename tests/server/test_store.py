@@ -229,11 +229,17 @@ async def test_a_second_server_takes_the_store_over_and_the_first_is_refused_who
     assert commands_of(await second.recover(), "R1") == [r.command for r in moves("R1", 1, 3)]
 
 
+@pytest.fixture
+async def two_nodes(open_at: Opener) -> tuple[Store, Store]:
+    """Two stores on the same database, as two nodes of a cluster: holding no lease
+    until they take one."""
+    return await open_at(lease_everything=False), await open_at(lease_everything=False)
+
+
 async def test_a_node_taken_over_loses_only_that_race_and_its_mixed_writes_whole(
-    open_at: Opener,
+    two_nodes: tuple[Store, Store],
 ) -> None:
-    node_a = await open_at(lease_everything=False)
-    node_b = await open_at(lease_everything=False)
+    node_a, node_b = two_nodes
     lease_1 = await node_a.acquire_lease("R1", "node-a", 30.0)
     await node_a.acquire_lease("R2", "node-a", 30.0)
     await node_a.write(RaceOpened("R1", "s", OPTIONS, None, 0.0),
@@ -258,10 +264,9 @@ async def test_a_node_taken_over_loses_only_that_race_and_its_mixed_writes_whole
 
 
 async def test_a_lease_is_acquired_when_it_has_expired_or_was_released(
-    open_at: Opener,
+    two_nodes: tuple[Store, Store],
 ) -> None:
-    node_a = await open_at(lease_everything=False)
-    node_b = await open_at(lease_everything=False)
+    node_a, node_b = two_nodes
     first = await node_a.acquire_lease("T1", "node-a", 3600.0)
     again = await node_a.acquire_lease("T1", "node-a", 3600.0)  # its own: a new epoch
     assert again.epoch == first.epoch + 1
