@@ -65,6 +65,7 @@ from server.store import (
     LeaseLost,
     LeaseRow,
     StoreBase,
+    StoreError,
     StoreUnavailable,
     fences_of,
     shown,
@@ -304,6 +305,9 @@ class PostgresStore(StoreBase):
         if for_writing and lease_everything:
             try:
                 await store.acquire_lease(EVERY_RESOURCE, LONE_SERVER, None)
+            except StoreError as error:
+                await store.aclose()
+                raise _refusal(url, f"cannot be leased ({error})") from None
             except BaseException:
                 await store.aclose()
                 raise
@@ -355,7 +359,10 @@ class PostgresStore(StoreBase):
             while self._handed:
                 handed, self._handed = self._handed, []
                 records = [record for records, _ in handed for record in records]
-                error = await self._commit(records)
+                try:
+                    error = await self._commit(records)
+                except Exception as failure:  # a writer that died would leave every move waiting
+                    error = failure
                 for _, done in handed:
                     self._settle(done, error)
             if self._closed:
