@@ -59,6 +59,7 @@ from protocol.messages import (
     Spectate,
     Standing,
     Welcome,
+    millis,
 )
 
 # Importing the tournament messages also registers them with the codec's tables.
@@ -150,4 +151,5 @@ __all__ = [
     "decode_server",
     "encode",
     "encode_wire",
+    "millis",
 ]

@@ -101,6 +101,15 @@ REQUEST_ID = Optional(UINT32)
 COMMITMENT = Str(64, 64, r"[0-9a-f]+")
 
 
+def millis(seconds: float) -> int:
+    """Seconds (server clock) as whole milliseconds: how every time goes on the wire.
+
+    >>> millis(1.2345)
+    1234
+    """
+    return round(seconds * 1000)
+
+
 # ------------------------------------------------------------- value types
 
 

@@ -20,6 +20,14 @@ boundary and decides as before. Its parser builds a generator, a frame and two l
 for each message, which at 5,000 racers kept 20,000 objects in the collector's middle
 generation (one message's worth per connection) and cost a few microseconds a message.
 
+Splitting reads parts of ``websockets``' protocol object that are not its public API
+(its reader's buffer, its parser generator, ``current_size``), and their names changed
+between releases. So ``pyproject.toml`` admits only the releases this was tested on
+(:data:`TESTED_WEBSOCKETS`), and :func:`check_websockets` refuses to start the server on
+any other, with a sentence, rather than run without the fast path unseen: measured at
+1,000 racers, going through ``websockets``' parser for every frame cost 8% more server
+CPU a move (docs/performance.md).
+
 Answers that need to wait (a journal write, a search) call :meth:`RaceConnection.hold`:
 messages then wait in arrival order until :meth:`RaceConnection.release`, and past
 :data:`MAX_WAITING` of them the connection stops reading from the network, as
@@ -32,9 +40,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import websockets
 from websockets.asyncio.server import ServerConnection
 from websockets.frames import DATA_OPCODES, CloseCode, Frame, Opcode
 from websockets.protocol import Event, State
+from websockets.server import ServerProtocol
 
 try:
     from websockets.speedups import apply_mask
@@ -60,6 +70,28 @@ _FINAL_BINARY = 0x80 | Opcode.BINARY.value
 _MASKED = 0x80
 #: What splitting reads of ``websockets``' protocol object besides its public API.
 _PARSER_STATE = ("reader", "parser", "current_size", "max_message_size", "extensions")
+
+#: The ``websockets`` releases splitting was tested on (the test suite runs on the one
+#: installed): the only ones ``pyproject.toml`` admits, and the only ones the server starts on.
+TESTED_WEBSOCKETS = ("17.4",)
+
+
+def check_websockets() -> None:
+    """Refuse (``ValueError``, with a sentence) to run on a ``websockets`` release that
+    splitting was not tested on, or whose protocol object lacks what it reads."""
+    version = websockets.version.version
+    protocol = ServerProtocol()
+    missing = [name for name in _PARSER_STATE if not hasattr(protocol, name)]
+    if not hasattr(getattr(protocol, "reader", None), "buffer"):
+        missing.append("reader.buffer")
+    if version in TESTED_WEBSOCKETS and not missing:
+        return
+    lacks = f" (it lacks {', '.join(missing)})" if missing else ""
+    raise ValueError(
+        f"websockets {version} is installed{lacks}, but the server reads parts of websockets' "
+        f"frame parser that are tested only with websockets {' or '.join(TESTED_WEBSOCKETS)}: "
+        "install the version pyproject.toml names (pip install -e .)"
+    )
 
 
 class _Inbox:
@@ -223,12 +255,7 @@ class RaceConnection(ServerConnection):
         nothing buffered: only then may frames bypass it (it must never see half of
         one). A client that sent frames before the handshake's answer may have left it
         mid-frame; that connection's frames all go through the parser."""
-        protocol: Any = self.protocol
-        # These are websockets' internals: a version without them keeps its parser.
-        if not all(hasattr(protocol, name) for name in _PARSER_STATE) or not hasattr(
-            protocol.reader, "buffer"
-        ):
-            return False
+        protocol: Any = self.protocol  # internals: check_websockets vouched for them
         if protocol.reader.buffer or protocol.extensions or protocol.current_size is not None:
             return False
         parser = protocol.parser

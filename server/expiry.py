@@ -15,62 +15,107 @@ batches with the event loop's other callbacks between them.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Callable
+from typing import Protocol
 
 from server.config import Clock, ServerConfig
-from server.journal import PlayersForgotten
+from server.journal import PlayersForgotten, Record
 from server.logs import log_event
 from server.metrics import Metrics
-from server.sessions import Session, SessionRegistry
-from server.store import Store
+from server.sessions import SessionRegistry
+
+
+class SessionRecords(Protocol):
+    """Where sessions are stored (the journal's ``players`` table)."""
+
+    def submit(self, *records: Record) -> concurrent.futures.Future[None]:
+        """Queue ``records`` for the next commit."""
+        ...
+
+    async def write(self, *records: Record) -> None:
+        """Write ``records`` and return once they are committed."""
+        ...
 
 
 class SessionExpiry:
-    """Forgets idle sessions every ``session_expiry_interval`` seconds, until :meth:`stop`."""
+    """Forgets idle sessions every ``session_expiry_interval`` seconds, until :meth:`stop`.
+
+    Whether an idle session is still needed (a racer in a race not over, an entrant of a
+    tournament not over) is the race tier's to say: each look asks it (``ask``, a
+    :class:`~server.bus.CheckExpiry`), and the answer (:meth:`checked`) forgets the rest
+    and sets the next look.
+    """
 
     def __init__(
         self,
         config: ServerConfig,
         sessions: SessionRegistry,
-        journal: Store,
+        records: SessionRecords,
         metrics: Metrics,
-        held: Callable[[Session], bool],
+        ask: Callable[[tuple[str, ...]], None],
     ) -> None:
-        """``held`` says whether a session is still needed although idle (a racer in a
-        race still running, an entrant of a tournament not over)."""
         self._expiry = config.session_idle_expiry
         self._interval = config.session_expiry_interval
         self._batch = config.session_expiry_batch
         self._clock: Clock = config.clock
         self._sessions = sessions
-        self._journal = journal
+        self._records = records
         self._metrics = metrics
-        self._held = held
+        self._ask = ask
+        self._asked = 0
+        """How many sessions the question out asks about (0: none is out)."""
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.Handle | None = None
+        self._stopped = False
         if self._expiry > 0:
             self._timer = self._loop.call_soon(self.run)  # a backlog at start goes first
 
     def run(self) -> None:
-        """Look once: forget up to a batch of expired sessions, and set the next look
-        (at once, after the loop's other callbacks, if the batch was full)."""
+        """Look once: ask about up to a batch of expired sessions (the answer sets the
+        next look)."""
+        self._timer = None
         now = self._clock()
         idle = self._sessions.idle_before(now - self._expiry, self._batch)
-        forgotten: list[str] = []
-        for session in idle:
-            if self._held(session):
+        if not idle:
+            self._next(self._interval)
+            return
+        self._asked = len(idle)
+        self._ask(tuple(session.session_id for session in idle))
+
+    def checked(self, keep: tuple[str, ...], forget: tuple[str, ...]) -> None:
+        """The race tier's answer: forget ``forget`` (those still idle since before the
+        expiry), count ``keep`` idle again from now; then set the next look (at once,
+        after the loop's other callbacks, if the batch was full)."""
+        if self._stopped or not self._asked:
+            return
+        now = self._clock()
+        cutoff = now - self._expiry
+        for session_id in keep:
+            session = self._sessions.get(session_id)
+            if session is not None and session.connection is None:
                 self._sessions.detach(session, now)  # counted again from now
-            else:
-                self._sessions.remove(session)
-                forgotten.append(session.session_id)
+        forgotten: list[str] = []
+        for session_id in forget:
+            session = self._sessions.get(session_id)
+            # Not one that came back while the question was out.
+            if session is None or session.idle_since is None or session.idle_since > cutoff:
+                continue
+            self._sessions.remove(session)
+            forgotten.append(session_id)
         if forgotten:
-            self._journal.submit(PlayersForgotten(tuple(forgotten)))
+            self._records.submit(PlayersForgotten(tuple(forgotten)))
             self._metrics.sessions_expired_total += len(forgotten)
             log_event("sessions_expired", count=len(forgotten), left=len(self._sessions))
-        delay = 0.0 if len(idle) >= self._batch else self._interval
-        self._timer = self._loop.call_later(delay, self.run)
+        full, self._asked = self._asked >= self._batch, 0
+        self._next(0.0 if full else self._interval)
+
+    def _next(self, delay: float) -> None:
+        if not self._stopped:
+            self._timer = self._loop.call_later(delay, self.run)
 
     def stop(self) -> None:
         """Look no more."""
+        self._stopped = True
         if self._timer is not None:
             self._timer.cancel()

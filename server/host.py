@@ -1,102 +1,101 @@
-"""One race on the server: the pure :class:`~server.race.Race`, its listeners, its clock,
-and the ordered, journal-first way out.
+"""One race in the race tier: the pure :class:`~server.race.Race`, its clock, its
+spectators, and its outbox.
 
-Everything a command causes goes into the race's outbox together with the journal write
-it needs; items leave in order, each once its records are committed, and each message is
-encoded and framed once and handed to :mod:`server.fanout`. An item with nothing to wait
-for and nobody ahead of it leaves at once; the rest leave from the journal's callback
-when their transaction commits (no task, no extra trip through the event loop). So
-nothing about a command reaches anyone before the command is durable, messages of one
-race keep their order, and a slow client never holds the race up (the fan-out never
-waits for a client to read).
-
-Commands in, events out, and nothing else crosses this object's edge: that is the seam
-where a later version can put Redis pub/sub between connection servers and race hosts.
+Everything a command causes goes into the race's :class:`~server.outbox.Outbox` with
+the journal write it needs, and leaves as bus events (:mod:`server.bus`) once that write
+is committed: each message encoded once, addressed to a racer's session or to the race's
+feed (its racers, its spectators, or both). So nothing about a command reaches anyone
+before the command is durable, messages of one race keep their order, and the race knows
+nothing of connections: which connections hear a feed is the socket tier's business.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
-from collections import deque
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
 
 from protocol import RacePar, ServerMessage, encode
-from protocol.codec import with_field
 from protocol.result import RaceResult
-from server import fanout
 from server import race as core
+from server.bus import Audience, Bus, Deliver, Event, Recipient, ToFeed, ToSession, race_feed
 from server.config import Clock
 from server.journal import CommandRecord, Record, ResultRecord
 from server.logs import failure, log_event
 from server.metrics import Metrics
+from server.outbox import Outbox
 from server.outgoing import event_message, placed_message, snapshot_message
-from server.sessions import SessionRegistry
 from server.store import Store
-
-if TYPE_CHECKING:
-    from websockets.asyncio.server import ServerConnection
-
 
 #: Seconds between two snapshots sent because racers' connections came and went.
 PRESENCE_INTERVAL = 1.0
+
+Present: TypeAlias = Callable[[str], bool]
+"""Whether a session has a connection now (a racer's ``connected`` flag)."""
 
 
 @dataclass(slots=True)
 class _Outgoing:
     """One command's consequences, waiting for its journal write."""
 
-    committed: concurrent.futures.Future[None] | None
     sends: list[core.Send]
     now: float
-    direct: list[tuple[ServerConnection, ServerMessage]] = field(default_factory=list)
-    """Answers to the connection that sent the command (sent first)."""
-    commander: ServerConnection | None = None
-    """Gets no broadcast snapshot when ``direct`` already holds its own."""
+    first: Sequence[Event] = ()
+    """Events that go ahead of the race's (the commander's own answer, a seat's follow)."""
+    commander: str | None = None
+    """Gets no broadcast snapshot: ``first`` holds its own."""
     reply_to: int | None = None
     """The request id of a ``place``, for its ``placed`` answer."""
     received_at: float | None = None
-    """When a new move arrived (loop time), for the latency histogram and move count."""
+    """When a new move arrived (the socket tier's clock), handed back with its answer."""
 
 
 class RaceHost:
-    """A race, the connections that listen to it, its outbox and its clock timer."""
+    """A race, its spectators, its outbox and its clock timer.
+
+    ``on_changed`` is called when a command changed the race's phase or its number of
+    racers, ``on_finished`` once its result is out.
+    """
 
     def __init__(
         self,
         race: core.Race,
         *,
         journal: Store,
-        sessions: SessionRegistry,
+        bus: Bus,
+        present: Present,
         metrics: Metrics,
         clock: Clock,
+        on_changed: Callable[[RaceHost], None],
         on_finished: Callable[[RaceHost], None],
         on_journal_failure: Callable[[Exception], None],
         first_records: Iterable[Record] = (),
-        send_buffer_limit: int = 4 * 1024 * 1024,
     ):
         self.race = race
         self.race_id = race.race_id
         """The race's id (also its code for joining)."""
-        self.spectators: set[ServerConnection] = set()
-        self._send_buffer_limit = send_buffer_limit
+        self.feed = race_feed(race.race_id)
+        """The bus channel of the race's racers and spectators."""
+        self.spectators: set[str] = set()
+        """Sessions watching the race and connected now."""
         self._journal = journal
-        self._sessions = sessions
+        self._present = present
         self._metrics = metrics
         self._clock = clock
+        self._on_changed = on_changed
         self._on_finished = on_finished
-        self._on_journal_failure = on_journal_failure
         self._pending_records = list(first_records)
-        self._outbox: deque[_Outgoing] = deque()
-        self._delivering = False
-        self._waiting_for: concurrent.futures.Future[None] | None = None
-        """The commit the head of the outbox waits for (a callback is registered)."""
-        self._closed = False
-        """Set by :meth:`drain`: nothing more is sent."""
-        self._drained: asyncio.Future[None] | None = None
+        self._outbox = Outbox(journal, bus, on_journal_failure, f"race:{race.race_id}")
+        self._audiences: dict[core.Audience, ToFeed] = {
+            core.Audience.RACERS: ToFeed(self.feed, Audience.MEMBERS),
+            core.Audience.SPECTATORS: ToFeed(self.feed, Audience.WATCHERS),
+            core.Audience.EVERYONE: ToFeed(self.feed, Audience.EVERYONE),
+        }
+        self._stopped = False
         self._presence_timer: asyncio.TimerHandle | None = None
         self._last_presence = float("-inf")
         self._loop = asyncio.get_running_loop()
@@ -114,19 +113,22 @@ class RaceHost:
         self,
         command: core.Command,
         *,
-        direct: Callable[[], list[tuple[ServerConnection, ServerMessage]]] | None = None,
-        commander: ServerConnection | None = None,
+        first: Sequence[Event] = (),
+        commander: str | None = None,
+        answer: bool = False,
         reply_to: int | None = None,
         received_at: float | None = None,
     ) -> None:
-        """Carry out ``command`` now; its messages go out once it is journaled.
+        """Carry out ``command`` now; its messages go out once it is journaled, after
+        ``first``. With ``answer``, ``commander`` is answered with its own snapshot
+        (``reply_to`` set) and gets none of the broadcast ones of this command.
 
-        ``direct`` builds the answers for the commander after the command took effect.
         Raises :class:`~server.race.RaceError` (nothing changed, nothing queued).
         """
         now = self._clock()
-        revision = self.race.revision
-        sends = self.race.apply(command, now)
+        race = self.race
+        revision, phase, racers = race.revision, race.phase, race.racer_count
+        sends = race.apply(command, now)
         records = self._pending_records
         self._pending_records = []
         if self.race.revision != revision and not isinstance(command, core.Tick):
@@ -141,28 +143,29 @@ class RaceHost:
         committed = self._journal.submit(*records) if records else None
         if self.race.revision == revision or not isinstance(command, core.Place):
             received_at = None  # only new moves count, not retries answered again
+        if answer and commander is not None:
+            first = [*first, self._snapshot_to(commander, reply_to)]
+        else:
+            commander = None
         self._post(
-            _Outgoing(
-                committed,
-                sends,
-                now,
-                direct() if direct is not None else [],
-                commander,
-                reply_to,
-                received_at,
-            )
+            committed, _Outgoing(sends, now, first, commander, reply_to, received_at)
         )
         self._set_clock()
+        if race.phase is not phase or race.racer_count != racers:
+            self._on_changed(self)  # the lobby lists races by phase and seats
 
-    def tell(self, connection: ServerConnection, *messages: ServerMessage) -> None:
-        """Send ``messages`` to one connection, in order after everything already queued."""
-        self._post(_Outgoing(None, [], self._clock(), [(connection, m) for m in messages]))
+    def tell(self, session_id: str, *messages: ServerMessage, first: Sequence[Event] = ()) -> None:
+        """Send ``messages`` to one session, in order after everything already queued
+        (and after ``first``)."""
+        to = ToSession(session_id)
+        events = [*first, *(Deliver(to, encode(message)) for message in messages)]
+        self._post(None, _Outgoing([], self._clock(), events))
 
     def announce_par(self, par: RacePar) -> None:
-        """Keep the deal's par and send it to the racers and spectators connected now."""
+        """Keep the deal's par and send it to the racers and spectators listening now."""
         self.par = par
-        connections = self._recipients(core.Audience.EVERYONE)
-        self._post(_Outgoing(None, [], self._clock(), [(c, par) for c in connections]))
+        to = self._audiences[core.Audience.EVERYONE]
+        self._post(None, _Outgoing([], self._clock(), [Deliver(to, encode(par))]))
 
     def snapshot_for(self, you: str | None, reply_to: int | None) -> ServerMessage:
         """The race's ``race`` message, with ``you`` set for a racer's own copy."""
@@ -171,7 +174,7 @@ class RaceHost:
             race.snapshot(self._clock()),
             race.progress_lines(),
             len(self.spectators),
-            self._is_connected,
+            self._present,
             you=you,
             reply_to=reply_to,
         )
@@ -206,25 +209,25 @@ class RaceHost:
         """``messages`` followed by the par, once it is known."""
         return messages if self.par is None else [*messages, self.par]
 
-    def add_spectator(self, connection: ServerConnection) -> None:
-        """Start sending this connection the race's public feed."""
-        if connection not in self.spectators:
-            self.spectators.add(connection)
+    def add_spectator(self, session_id: str) -> None:
+        """Count ``session_id`` among the race's spectators (its boards are computed
+        while anyone watches)."""
+        if session_id not in self.spectators:
+            self.spectators.add(session_id)
             self.race.add_spectator()
 
-    def remove_spectator(self, connection: ServerConnection) -> None:
-        """Stop sending this connection the race's feed."""
-        if connection in self.spectators:
-            self.spectators.discard(connection)
+    def remove_spectator(self, session_id: str) -> None:
+        """``session_id`` no longer watches (or its connection is gone)."""
+        if session_id in self.spectators:
+            self.spectators.discard(session_id)
             self.race.remove_spectator()
 
     def presence_changed(self) -> None:
         """A racer's connection dropped or came back during the race: everyone gets a
         fresh snapshot (its ``connected`` flag and ``out_at``), at most one per
-        :data:`PRESENCE_INTERVAL`
-        (a snapshot lists every racer: in a big race a burst of reconnects must not send
-        one each)."""
-        if self.race.phase not in (core.Phase.COUNTDOWN, core.Phase.RUNNING) or self._closed:
+        :data:`PRESENCE_INTERVAL` (a snapshot lists every racer: in a big race a burst of
+        reconnects must not send one each)."""
+        if self.race.phase not in (core.Phase.COUNTDOWN, core.Phase.RUNNING) or self._stopped:
             return
         if self._presence_timer is not None:
             return
@@ -238,30 +241,30 @@ class RaceHost:
         self._last_presence = self._loop.time()
         now = self._clock()
         changed = core.RaceChanged(self.race.snapshot(now))
-        self._post(_Outgoing(None, [core.Send(core.Audience.EVERYONE, changed)], now))
+        self._post(None, _Outgoing([core.Send(core.Audience.EVERYONE, changed)], now))
 
     async def drain(self) -> None:
         """Wait until everything queued so far has been sent (after its journal write);
         nothing queued later is sent."""
         self._stop_clock()  # no more ticks: the race stands still from here
-        if self._outbox and not self._closed:
-            self._drained = self._loop.create_future()
-            await self._drained
-        self._closed = True
+        self._stopped = True
+        await self._outbox.drain()
 
     def stop(self) -> None:
         """Cancel the race's clock and send nothing more (the race itself stays as it is)."""
         self._stop_clock()
         if self._presence_timer is not None:
             self._presence_timer.cancel()
-        self._closed = True
-        self._outbox.clear()
+        self._stopped = True
+        self._outbox.close()
 
     # ------------------------------------------------------------ internal
 
-    def _is_connected(self, racer_id: str) -> bool:
-        session = self._sessions.get(racer_id)
-        return session is not None and session.connection is not None
+    def _snapshot_to(self, session_id: str, reply_to: int | None) -> Deliver:
+        """The race's snapshot for one racer, with its ``you``."""
+        return Deliver(
+            ToSession(session_id), encode(self.snapshot_for(None, reply_to)), you=True
+        )
 
     def _set_clock(self) -> None:
         """Make sure a timer of the clock fires by the race's next deadline. A plain loop
@@ -296,134 +299,41 @@ class RaceHost:
             timer.cancel()
         self._clock_timers.clear()
 
-    def _post(self, item: _Outgoing) -> None:
-        if self._closed and self._drained is None:
-            return
-        self._outbox.append(item)
-        self._send_ready()
+    def _post(
+        self, committed: concurrent.futures.Future[None] | None, item: _Outgoing
+    ) -> None:
+        self._outbox.post(committed, lambda events: self._deliver(item, events))
 
-    def _send_ready(self) -> None:
-        """Send items from the head of the outbox while their writes are committed; when
-        the head must wait, ask the journal to call back once its transaction commits."""
-        if self._delivering:
-            return  # a delivery called back into this race: the outer loop sends it
-        self._delivering = True
-        # Everything sent from here on goes out together: a connection's frames of all
-        # the items delivered now (a move's placed, card and progress) in one write.
-        frames = fanout.Frames(self._send_buffer_limit)
-        try:
-            while self._outbox:
-                item = self._outbox[0]
-                committed = item.committed
-                if committed is not None and not committed.done():
-                    if self._waiting_for is not committed:
-                        self._waiting_for = committed
-                        self._journal.when_committed(committed, self._committed)
-                    return
-                self._outbox.popleft()
-                if committed is not None and (error := committed.exception()) is not None:
-                    self._journal_failed(error)
-                    return
-                try:
-                    self._deliver(item, frames)
-                except Exception as error:  # one bad message must not stop the race's outbox
-                    log_event(
-                        "internal_error", logging.ERROR, race=self.race_id, error=failure(error)
-                    )
-        finally:
-            self._delivering = False
-            frames.flush()
-            if not self._outbox and self._drained is not None and not self._drained.done():
-                self._drained.set_result(None)
-
-    def _committed(self) -> None:
-        self._waiting_for = None
-        if not self._closed or self._drained is not None:
-            self._send_ready()
-
-    def _journal_failed(self, error: BaseException) -> None:
-        # Not durable, so never announced. The race in memory is now ahead of the
-        # journal, so it must not answer anyone again: fail-stop, and let a restart
-        # recover every race from what the journal does hold.
-        log_event("journal_error", logging.ERROR, race=self.race_id, error=repr(error))
-        self._closed = True
-        self._outbox.clear()
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
-        self._on_journal_failure(
-            error if isinstance(error, Exception) else RuntimeError(repr(error))
-        )
-
-    def _deliver(self, item: _Outgoing, frames: fanout.Frames) -> None:
-        for connection, answer in item.direct:
-            frames.add((connection,), encode(answer))
+    def _deliver(self, item: _Outgoing, events: list[Event]) -> Callable[[], None] | None:
+        """Append ``item``'s events to the batch; after a finish, hand back what tells
+        the rest of the server (once the finish itself is published)."""
+        events.extend(item.first)
+        after: Callable[[], None] | None = None
         for send in item.sends:
             event = send.event
             if isinstance(event, core.Started):
                 log_event("race_start", race=self.race_id, racers=len(self.race.racer_ids))
                 continue
+            to = self._recipient(send.to)
             if isinstance(event, core.RaceChanged):
-                skip = item.commander if item.direct else None  # has its own already
-                self._add_snapshot(frames, send.to, skip)
+                # Encoded once: each racer's copy is this encoding with its ``you`` in front.
+                shared = encode(self.snapshot_for(None, None))
+                events.append(Deliver(to, shared, you=True, skip=item.commander))
                 continue
             if isinstance(event, core.MoveAccepted):
-                message: ServerMessage | None = placed_message(self.race_id, event, item.reply_to)
-                if item.received_at is not None:
-                    self._metrics.moves_total += 1
-                    latency = self._loop.time() - item.received_at
-                    self._metrics.move_latency.observe(latency)
-            else:
-                message = event_message(self.race_id, event, item.now)
+                placed = placed_message(self.race_id, event, item.reply_to)
+                events.append(Deliver(to, encode(placed), received_at=item.received_at))
+                continue
+            message = event_message(self.race_id, event, item.now)
             if message is None:
                 continue
-            frames.add(self._recipients(send.to), encode(message))
+            events.append(Deliver(to, encode(message)))
             if isinstance(event, core.RaceFinished):
-                frames.flush()  # what follows the finish elsewhere must come after it
-                self._finished(event.result)
+                after = functools.partial(self._finished, event.result)
+        return after
 
-    def _add_snapshot(
-        self, frames: fanout.Frames, to: core.Recipient, skip: ServerConnection | None
-    ) -> None:
-        """Queue the race's snapshot for ``to`` (but ``skip``): each racer's copy with its
-        own ``you``, the spectators' without.
-
-        The snapshot is encoded once; a racer's copy is that encoding with ``you`` put in
-        front (:func:`protocol.codec.with_field`), the rest shared, not copied: a lobby of
-        1,000 racers costs one encoding and 1,000 small heads per snapshot, not 1,000
-        encodings of a list of 1,000 racers.
-        """
-        shared = encode(self.snapshot_for(None, None))
-        racers = [to] if isinstance(to, str) else (
-            () if to is core.Audience.SPECTATORS else self.race.racer_ids
-        )
-        seen = {skip}
-        for racer_id in racers:
-            connection = self._racer_connection(racer_id)
-            if connection is not None and connection not in seen:
-                seen.add(connection)
-                frames.add_parts(connection, *with_field(shared, "you", racer_id))
-        if to in (core.Audience.SPECTATORS, core.Audience.EVERYONE):
-            frames.add([c for c in self.spectators if c not in seen], shared)
-
-    def _recipients(self, to: core.Recipient) -> Collection[ServerConnection]:
-        if isinstance(to, str):  # one racer: most messages (a move's placed and card)
-            connection = self._racer_connection(to)
-            return () if connection is None else (connection,)
-        if to is core.Audience.SPECTATORS:
-            return set(self.spectators)
-        connections = {
-            connection
-            for racer_id in self.race.racer_ids
-            if (connection := self._racer_connection(racer_id)) is not None
-        }
-        return connections if to is core.Audience.RACERS else connections | self.spectators
-
-    def _racer_connection(self, racer_id: str) -> ServerConnection | None:
-        """Where racer ``racer_id`` is connected now, if it still races here."""
-        session = self._sessions.get(racer_id)
-        if session is None or session.race_id != self.race_id:
-            return None
-        return session.connection
+    def _recipient(self, to: core.Recipient) -> Recipient:
+        return ToSession(to) if isinstance(to, str) else self._audiences[to]
 
     def _finished(self, result: RaceResult) -> None:
         standings = result.racers

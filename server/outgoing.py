@@ -9,13 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import protocol
-from protocol import RacerStatus, RaceState, ServerMessage
+from protocol import RacerStatus, RaceState, ServerMessage, millis
 from server import race as core
-
-
-def millis(seconds: float) -> int:
-    """Seconds (server clock) as whole milliseconds."""
-    return round(seconds * 1000)
 
 
 def optional_millis(seconds: float | None) -> int | None:

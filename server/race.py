@@ -578,6 +578,11 @@ class Race:
         """Racers in joining order."""
         return list(self._racers)
 
+    @property
+    def racer_count(self) -> int:
+        """How many racers are in the race."""
+        return len(self._racers)
+
     def has_racer(self, racer_id: str) -> bool:
         """Whether ``racer_id`` is in this race."""
         return racer_id in self._racers

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from protocol import Role
 from protocol.names import lookalike_keys
+from server.bus import Caller
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 def _named(session: Session) -> bool:
     """Whether ``session``'s name must be unique among those connected: only human
-    players' (see ``RaceServer._name_taken``)."""
+    players' (see ``SocketTier._name_taken``)."""
     return not session.bot and session.role is Role.PLAYER
 
 
@@ -45,11 +46,8 @@ class Session:
     bot: bool
     role: Role = Role.PLAYER
     connection: ServerConnection | None = None
-    race_id: str | None = None
-    """The race this session races in (the latest one)."""
-    watching: dict[str, None] = field(default_factory=dict)
-    """Races this session spectates, oldest first (a dict for its order), as journaled
-    (:class:`~server.journal.Watching`)."""
+    feeds: dict[str, None] = field(default_factory=dict)
+    """The feeds (:mod:`server.bus`) this session's connection listens to now."""
     idle_since: float | None = None
     """When the session was last left without a connection (wall clock); ``None`` while
     it has one."""
@@ -57,6 +55,11 @@ class Session:
     """The session's rate limit, made at its first hello and kept across connections: a
     client that floods, is closed with 4005 and resumes finds the bucket (and its
     strikes) as it left them."""
+    caller: Caller = field(init=False)
+    """Who this session is, as its commands to the race tier say."""
+
+    def __post_init__(self) -> None:
+        self.caller = Caller(self.session_id, self.name, self.bot, self.role)
 
 
 class SessionRegistry:

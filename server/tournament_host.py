@@ -1,28 +1,24 @@
-"""Tournaments on the server: tournament messages in, races out, standings to watchers.
+"""Tournaments in the race tier: tournament requests in, races out, standings to their feeds.
 
-:class:`TournamentDesk` is the I/O shell around the pure :class:`~server.tournament.Tournament`
-cores, the way :class:`~server.host.RaceHost` is around a race. It journals every event the
-cores produce (through the journal's writer, with the races they order), creates and starts
-the races they order as ordinary race hosts, feeds race results back to them, and sends the
-``tournament`` state to watchers and entrants once the change is durable. An arena's window
-and pairings run on one clock task for all tournaments.
+:class:`TournamentDesk` is the shell around the pure :class:`~server.tournament.Tournament`
+cores, the way :class:`~server.host.RaceHost` is around a race. It journals every event
+the cores produce, creates and starts the races they order (through the race tier,
+:class:`TournamentRaces`), feeds race results back to them, and publishes the
+``tournament`` state on the tournament's feed once the change is durable (each
+tournament's :class:`~server.outbox.Outbox`): entrants get their own copy, watchers the
+shared one. An arena's window and pairings run on one clock task for all tournaments.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import secrets
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from websockets.protocol import State
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine import Ruleset
-from protocol import ErrorCode, ProtocolError, RaceFinished, Role
-from protocol.codec import encode, with_field
+from protocol import ErrorCode, RaceFinished, Role, millis
 from protocol.schema import show
 from protocol.tournament import (
     TOURNAMENT_CLIENT_MESSAGES,
@@ -43,12 +39,24 @@ from protocol.tournament import (
     WatchTournament,
     encode_tournament,
 )
-from server import fanout
 from server import race as core
+from server.bus import (
+    Audience,
+    Bus,
+    Caller,
+    Deliver,
+    Event,
+    Follow,
+    Refuse,
+    ToFeed,
+    ToSession,
+    tournament_feed,
+)
 from server.codes import new_code
+from server.config import ServerConfig
 from server.logs import failure, log_event
-from server.outgoing import millis
-from server.sessions import Session
+from server.outbox import Outbox
+from server.store import Store
 from server.tournament import (
     Command,
     End,
@@ -75,9 +83,6 @@ from server.tournament_store import TournamentOpened, TournamentStore, restore
 from server.winnable import SeedRefused, WinnableSeeds
 
 if TYPE_CHECKING:
-    from websockets.asyncio.server import ServerConnection
-
-    from server.app import RaceServer
     from server.host import RaceHost
 
 #: Tournament codes are shorter than race ids: people read them out in a room.
@@ -94,10 +99,30 @@ class _Refused(Exception):
         self.message = message
 
 
-@dataclass(slots=True)
-class _Outgoing:
-    committed: concurrent.futures.Future[None] | None
-    deliver: Callable[[], None]
+class TournamentRaces(Protocol):
+    """What the desk needs of the race tier: its races, and where sessions are."""
+
+    hosts: dict[str, RaceHost]
+    """Every race the server holds, by id."""
+
+    def open_race(
+        self,
+        options: core.RaceOptions,
+        *,
+        seed: str | None = None,
+        race_id: str | None = None,
+        tournament_id: str | None = None,
+    ) -> RaceHost:
+        """Create and journal a race."""
+        ...
+
+    def seat(self, session_id: str, host: RaceHost) -> list[Event]:
+        """Seat ``session_id`` in ``host``'s race; the events that move its feed there."""
+        ...
+
+    def is_present(self, session_id: str) -> bool:
+        """Whether ``session_id`` has a connection now."""
+        ...
 
 
 class TournamentSeeds:
@@ -127,15 +152,28 @@ class TournamentSeeds:
 
 
 class TournamentDesk:
-    """Every tournament this server holds (one desk per :class:`~server.app.RaceServer`)."""
+    """Every tournament this server holds (one desk in the race tier)."""
 
-    def __init__(self, server: RaceServer):
-        self.server = server
+    def __init__(
+        self,
+        config: ServerConfig,
+        journal: Store,
+        bus: Bus,
+        winnable: WinnableSeeds,
+        races: TournamentRaces,
+        on_journal_failure: Callable[[Exception], None],
+    ):
+        self._config = config
+        self._journal = journal
+        self._bus = bus
+        self._winnable = winnable
+        self._races = races
+        self._on_journal_failure = on_journal_failure
         self.tournaments: dict[str, Tournament] = {}
         """By join code."""
         self._by_race: dict[str, Tournament] = {}
-        self._watchers: dict[str, set[ServerConnection]] = {}
-        self._outbox: asyncio.Queue[_Outgoing | None] = asyncio.Queue()
+        self._outboxes: dict[str, Outbox] = {}
+        """Each tournament's way out, by join code."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._seeds: dict[str, TournamentSeeds] = {}
@@ -144,13 +182,10 @@ class TournamentDesk:
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Bring back the stored tournaments (after the server recovered its races), then
-        start the outbox and clock tasks."""
-        self._tasks = [
-            asyncio.create_task(self._pump(), name="tournaments-outbox"),
-            asyncio.create_task(self._run_clock(), name="tournaments-clock"),
-        ]
-        journal = self.server.journal
+        """Bring back the stored tournaments (after the race tier recovered its races),
+        then start the clock task."""
+        self._tasks = [asyncio.create_task(self._run_clock(), name="tournaments-clock")]
+        journal = self._journal
         stored = []
         for kept in await journal.read_tournaments() if journal.stores else []:
             tournament = restore(kept)
@@ -168,7 +203,7 @@ class TournamentDesk:
                 self._apply(tournament, RecordResult(result))
             for race in tournament.races_in_progress():
                 order = RaceOrdered(race.race_id, race.round, race.seed, race.entrants)
-                host = self.server.hosts.get(race.race_id)
+                host = self._races.hosts.get(race.race_id)
                 if host is None:
                     # Ordered, but the server stopped before the race itself was journaled.
                     self._hold(tournament, order)
@@ -184,9 +219,12 @@ class TournamentDesk:
             )
 
     def stop(self) -> None:
-        """Cancel the desk's tasks (the tournaments stay as journaled)."""
+        """Cancel the desk's clock and send nothing more (the tournaments stay as
+        journaled)."""
         for task in self._tasks:
             task.cancel()
+        for outbox in self._outboxes.values():
+            outbox.close()
 
     def wake(self) -> None:
         """Look at the arenas' deadlines again now (after the clock moved)."""
@@ -203,6 +241,17 @@ class TournamentDesk:
                 return True
         return False
 
+    def attached(self, session_id: str) -> None:
+        """``session_id`` has a connection again: it listens to every tournament it is
+        entered in (watching one is for the connection that asked, as before)."""
+        follows: list[Event] = [
+            Follow(session_id, tournament_feed(code), member=True)
+            for code, tournament in self.tournaments.items()
+            if session_id in tournament.entrants
+        ]
+        if follows:
+            self._bus.publish(follows)
+
     # ------------------------------------------------------------- requests
 
     @staticmethod
@@ -210,35 +259,33 @@ class TournamentDesk:
         """Whether ``message`` is a tournament request."""
         return isinstance(message, TOURNAMENT_REQUESTS)
 
-    def dispatch(self, connection: ServerConnection, session: Session, message: Any) -> None:
+    def dispatch(self, caller: Caller, message: Any) -> None:
         """Handle one tournament request; a refusal is answered with an ``error``."""
         try:
-            self._dispatch(connection, session, message)
+            self._dispatch(caller, message)
         except (_Refused, TournamentError, SeedRefused) as refusal:
-            self._refuse(connection, message, refusal)
+            self._refuse(caller, message, refusal)
 
-    async def start_when_dealt(
-        self, connection: ServerConnection, session: Session, message: TournamentControl
-    ) -> None:
+    async def start_when_dealt(self, caller: Caller, message: TournamentControl) -> None:
         """Answer a host's ``start``. A tournament that deals winnable seeds and has none
         ready refuses it (:attr:`TournamentErrorCode.NO_SEED_READY`); then find one (the
         connection holds its later messages meanwhile) and start again."""
         try:
-            self._dispatch(connection, session, message)
+            self._dispatch(caller, message)
             return
         except TournamentError as refusal:
             if refusal.code is not TournamentErrorCode.NO_SEED_READY:
-                self._refuse(connection, message, refusal)
+                self._refuse(caller, message, refusal)
                 return
         except (_Refused, SeedRefused) as refusal:
-            self._refuse(connection, message, refusal)
+            self._refuse(caller, message, refusal)
             return
         try:
-            await self.find_seed(self._find(message.tournament), session.session_id)
+            await self.find_seed(self._find(message.tournament), caller.session_id)
         except SeedRefused as refusal:
-            self._refuse(connection, message, refusal)
+            self._refuse(caller, message, refusal)
             return
-        self.dispatch(connection, session, message)
+        self.dispatch(caller, message)
 
     def find_seed(self, tournament: Tournament, requester: str) -> asyncio.Future[None]:
         """Search for a seed for ``tournament`` (or join the search already running), on
@@ -253,12 +300,12 @@ class TournamentDesk:
 
     async def _search(self, tournament: Tournament, seeds: TournamentSeeds, requester: str) -> None:
         try:
-            seeds.found = await self.server.winnable.find(seeds.rules, requester)
+            seeds.found = await self._winnable.find(seeds.rules, requester)
         except SeedRefused as refusal:
             # An arena tries again later, not at once: its entrants would wait anyway.
-            pause = self.server.config.hopeless_ruleset_seconds
+            pause = self._config.hopeless_ruleset_seconds
             if refusal.code is not ErrorCode.NO_WINNABLE_DEAL:
-                pause = self.server.config.winnable_budget
+                pause = self._config.winnable_budget
             seeds.retry_at = self._now() + pause
             log_event("tournament_seed_refused", tournament=tournament.code, code=refusal.code)
             raise
@@ -271,66 +318,68 @@ class TournamentDesk:
             log_event("internal_error", tournament=tournament.code, error=failure(error))
 
     def _refuse(
-        self,
-        connection: ServerConnection,
-        message: Any,
-        refusal: _Refused | TournamentError | SeedRefused,
+        self, caller: Caller, message: Any, refusal: _Refused | TournamentError | SeedRefused
     ) -> None:
-        refused = ProtocolError(
-            ErrorCode(refusal.code.value),
-            refusal.message,
-            in_reply_to=message.TYPE,
-            reply_to=message.id,
-        )
-        error = self.server.refusal(connection, refused)
-        self._queue(None, lambda: self._send([connection], encode(error)))
+        self._bus.publish([
+            Refuse(
+                caller.session_id,
+                ErrorCode(refusal.code.value),
+                refusal.message,
+                in_reply_to=message.TYPE,
+                reply_to=message.id,
+            )
+        ])
 
-    def _dispatch(self, connection: ServerConnection, session: Session, message: Any) -> None:
+    def _dispatch(self, caller: Caller, message: Any) -> None:
+        session_id = caller.session_id
         match message:
             case CreateTournament(options=options, id=reply_to):
-                self._create(connection, options, reply_to)
+                self._create(session_id, options, reply_to)
             case TournamentControl(
                 tournament=code, host_token=token, action=action, entrant=entrant, id=reply_to
             ):
                 tournament = self._find(code)
                 command = self._host_command(tournament, token, action, entrant)
-                you = session.session_id if session.session_id in tournament.entrants else None
-                self._apply(tournament, command, (connection, you, reply_to))
+                you = session_id if session_id in tournament.entrants else None
+                self._apply(tournament, command, (session_id, you, reply_to))
             case JoinTournament(tournament=code, id=reply_to):
-                if session.role is not Role.PLAYER:
+                if caller.role is not Role.PLAYER:
                     raise _Refused(
                         ErrorCode.WRONG_ROLE, "a spectator cannot enter: say hello as a player"
                     )
                 tournament = self._find(code)
-                join = Join(session.session_id, session.name, session.bot)
-                self._watch(tournament, connection)
-                self._apply(tournament, join, (connection, session.session_id, reply_to))
-            case LeaveTournament(tournament=code, id=reply_to):
-                tournament = self._find(code)
+                feed = tournament_feed(tournament.code)
+                # It watches from now on, entered or refused (it asked to be in it).
+                self._post(tournament, None, [Follow(session_id, feed, member=False)])
                 self._apply(
                     tournament,
-                    Leave(session.session_id),
-                    (connection, session.session_id, reply_to),
+                    Join(session_id, caller.name, caller.bot),
+                    (session_id, session_id, reply_to),
+                    first=[Follow(session_id, feed, member=True)],
                 )
+            case LeaveTournament(tournament=code, id=reply_to):
+                tournament = self._find(code)
+                self._apply(tournament, Leave(session_id), (session_id, session_id, reply_to))
             case SetArenaAvailable(tournament=code, available=available, id=reply_to):
                 tournament = self._find(code)
                 self._apply(
                     tournament,
-                    SetAvailable(session.session_id, available),
-                    (connection, session.session_id, reply_to),
+                    SetAvailable(session_id, available),
+                    (session_id, session_id, reply_to),
                 )
             case WatchTournament(tournament=code, id=reply_to):
                 tournament = self._find(code)
-                self._watch(tournament, connection)
-                you = session.session_id if session.session_id in tournament.entrants else None
-                state = self.state_message(tournament, you, reply_to)
-                self._queue(None, lambda: self._send([connection], encode_tournament(state)))
+                you = session_id if session_id in tournament.entrants else None
+                state = encode_tournament(self.state_message(tournament, you, reply_to))
+                watch = Follow(session_id, tournament_feed(tournament.code), member=False)
+                self._post(tournament, None, [watch, Deliver(ToSession(session_id), state)])
             case ExportTournament(tournament=code, id=reply_to):
                 tournament = self._find(code)
                 export = tournament_export(tournament, self._now(), reply_to)
-                self._queue(None, lambda: self._send([connection], encode_tournament(export)))
+                answer = Deliver(ToSession(session_id), encode_tournament(export))
+                self._post(tournament, None, [answer])
 
-    def _create(self, connection: ServerConnection, options: Any, reply_to: int | None) -> None:
+    def _create(self, session_id: str, options: Any, reply_to: int | None) -> None:
         try:
             settings = TournamentSettings(
                 name=options.name,
@@ -345,16 +394,17 @@ class TournamentDesk:
         except ValueError as error:
             raise _Refused(ErrorCode.BAD_MESSAGE, f"create_tournament.options: {error}") from None
         if settings.seed_policy == "winnable":
-            self.server.winnable.check_hopeful(settings.ruleset)  # no deal to be had lately
+            self._winnable.check_hopeful(settings.ruleset)  # no deal to be had lately
         code = new_code(TOURNAMENT_CODE_LENGTH, taken=self.tournaments)
         token = secrets.token_hex(24)  # hex: never starts with "-", so "--token TOKEN" parses
         seeds = self._seed_source(code, settings)
         tournament = Tournament(code, code, hash_token(token), settings, self._now(), seeds)
         self._adopt(tournament)
-        committed = self.server.journal.submit(TournamentOpened.of(tournament))
+        committed = self._journal.submit(TournamentOpened.of(tournament))
         created = TournamentCreated(tournament=code, host_token=token, reply_to=reply_to)
         log_event("tournament_create", tournament=code, format=settings.format.value)
-        self._queue(committed, lambda: self._send([connection], encode_tournament(created)))
+        answer = Deliver(ToSession(session_id), encode_tournament(created))
+        self._post(tournament, committed, [answer])
 
     def _host_command(
         self, tournament: Tournament, token: str, action: HostAction, entrant: str | None
@@ -391,14 +441,13 @@ class TournamentDesk:
 
     def _hold(self, tournament: Tournament, order: RaceOrdered) -> None:
         """Create the race ``order`` asks for, seat its entrants, and start it."""
-        server = self.server
         options = tournament.settings.race_options(
             len(order.entrants),
-            countdown=server.config.quick_countdown,
-            reconnect_grace=server.config.reconnect_grace,
+            countdown=self._config.quick_countdown,
+            reconnect_grace=self._config.reconnect_grace,
         )
-        # One of the server's own race hosts, so that resumes and spectators find it.
-        host = server.open_race(
+        # One of the race tier's own races, so that resumes and spectators find it.
+        host = self._races.open_race(
             options, seed=order.seed, race_id=order.race_id, tournament_id=tournament.tournament_id
         )
         self._by_race[order.race_id] = tournament
@@ -414,14 +463,15 @@ class TournamentDesk:
     def _seat_and_start(self, tournament: Tournament, order: RaceOrdered, host: RaceHost) -> None:
         """Seat the entrants of ``order`` not yet in its race, then count down to its start
         (the countdown every race has: nobody is dropped into a race already running)."""
+        first: list[Event] = []
         for entrant_id in order.entrants:
-            session = self.server.sessions.get(entrant_id)
-            if session is not None:
-                session.race_id = order.race_id
+            first.extend(self._races.seat(entrant_id, host))
+        for entrant_id in order.entrants:
             if not host.race.has_racer(entrant_id):
                 entrant = tournament.entrants[entrant_id]
-                host.apply(core.Join(entrant_id, entrant.name, entrant.bot))
-        host.apply(core.StartCountdown())
+                host.apply(core.Join(entrant_id, entrant.name, entrant.bot), first=first)
+                first = []
+        host.apply(core.StartCountdown(), first=first)
 
     # ------------------------------------------------------------ internal
 
@@ -429,28 +479,39 @@ class TournamentDesk:
         self,
         tournament: Tournament,
         command: Command,
-        reply: tuple[ServerConnection, str | None, int | None] | None = None,
+        reply: tuple[str, str | None, int | None] | None = None,
+        first: Sequence[Event] = (),
     ) -> None:
-        """Apply a command, journal its events, hold the races it orders, tell everyone."""
+        """Apply a command, journal its events, hold the races it orders, tell everyone
+        (after ``first``)."""
         now = self._now()
         events = tournament.apply(command, now)
         records = TournamentStore.events_of(tournament.tournament_id, events, now)
-        committed = self.server.journal.submit(*records) if records else None
+        committed = self._journal.submit(*records) if records else None
         for event in events:
             if isinstance(event, RaceOrdered):
                 self._hold(tournament, event)
-            elif isinstance(event, EntrantRemoved) and event.race_id in self.server.hosts:
+            elif isinstance(event, EntrantRemoved) and event.race_id in self._races.hosts:
                 with contextlib.suppress(core.RaceError):
-                    self.server.hosts[event.race_id].apply(core.Resign(event.entrant_id))
-        answer = None
+                    self._races.hosts[event.race_id].apply(core.Resign(event.entrant_id))
+        out = list(first)
         if reply is not None:
-            connection, you, reply_to = reply
-            answer = (connection, encode_tournament(self.state_message(tournament, you, reply_to)))
-        state = self.state_message(tournament) if events else None
-        self._queue(committed, lambda: self._send_state(tournament, answer, state))
+            session_id, you, reply_to = reply
+            answer = encode_tournament(self.state_message(tournament, you, reply_to))
+            out.append(Deliver(ToSession(session_id), answer))
+        if events:
+            # Encoded once: each entrant's copy is this encoding with its ``you`` in front.
+            shared = encode_tournament(self.state_message(tournament))
+            to = ToFeed(tournament_feed(tournament.code), Audience.EVERYONE)
+            out.append(Deliver(to, shared, you=True))
+        self._post(tournament, committed, out)
         if tournament.waiting_for_seed:
             self._search_for_arena(tournament)
         self._wake.set()
+
+    def _post(self, tournament: Tournament, committed: Any, events: list[Event]) -> None:
+        """Publish ``events`` on ``tournament``'s feed once ``committed`` is."""
+        self._outboxes[tournament.code].post(committed, lambda batch: batch.extend(events))
 
     def _search_for_arena(self, tournament: Tournament) -> None:
         """Find a seed for an arena whose entrants wait for one, unless a search is already
@@ -469,8 +530,11 @@ class TournamentDesk:
         return tournament_state(tournament, self._now(), you, reply_to)
 
     def _adopt(self, tournament: Tournament) -> None:
-        tournament.is_present = self._is_connected
+        tournament.is_present = self._races.is_present
         self.tournaments[tournament.code] = tournament
+        self._outboxes[tournament.code] = Outbox(
+            self._journal, self._bus, self._on_journal_failure, f"tournament:{tournament.code}"
+        )
         for race_id in tournament.races:
             self._by_race[race_id] = tournament
 
@@ -480,67 +544,14 @@ class TournamentDesk:
             raise _Refused(ErrorCode.TOURNAMENT_NOT_FOUND, f"there is no tournament {show(code)}")
         return tournament
 
-    def _watch(self, tournament: Tournament, connection: ServerConnection) -> None:
-        self._watchers.setdefault(tournament.code, set()).add(connection)
-
     def _connected(self, tournament: Tournament) -> Iterable[str]:
-        return filter(self._is_connected, tournament.entrants)
-
-    def _is_connected(self, entrant_id: str) -> bool:
-        session = self.server.sessions.get(entrant_id)
-        return session is not None and session.connection is not None
-
-    def _send_state(
-        self,
-        tournament: Tournament,
-        answer: tuple[ServerConnection, bytes] | None,
-        state: TournamentState | None,
-    ) -> None:
-        """Send the answer to a request, if any, then ``state`` to everyone who follows
-        the tournament: each connected entrant's copy with its own ``you``, the watchers'
-        without. The state is encoded once; an entrant's copy is that encoding with ``you``
-        put in front (:func:`protocol.codec.with_field`)."""
-        frames = fanout.Frames(self.server.config.send_buffer_limit)
-        if answer is not None:
-            frames.add(answer[:1], answer[1])
-        if state is not None:
-            shared = encode_tournament(state)
-            seen: set[ServerConnection] = set()
-            for entrant_id in tournament.entrants:
-                session = self.server.sessions.get(entrant_id)
-                connection = session.connection if session is not None else None
-                if connection is not None and connection not in seen:
-                    seen.add(connection)
-                    frames.add_parts(connection, *with_field(shared, "you", entrant_id))
-            watchers = self._watchers.setdefault(tournament.code, set())
-            watchers -= {c for c in watchers if c.state is State.CLOSED}
-            frames.add(watchers - seen, shared)
-        frames.flush()
+        return filter(self._races.is_present, tournament.entrants)
 
     def _seed_source(self, code: str, settings: TournamentSettings) -> SeedSource:
         if settings.seed_policy == "winnable":
-            seeds = self._seeds[code] = TournamentSeeds(self.server.winnable, settings.ruleset)
+            seeds = self._seeds[code] = TournamentSeeds(self._winnable, settings.ruleset)
             return seeds
-        return self.server.config.seed_source
-
-    def _queue(
-        self, committed: concurrent.futures.Future[None] | None, deliver: Callable[[], None]
-    ) -> None:
-        self._outbox.put_nowait(_Outgoing(committed, deliver))
-
-    def _send(self, connections: Iterable[ServerConnection], frame: bytes) -> None:
-        fanout.send(tuple(connections), frame, self.server.config.send_buffer_limit)
-
-    async def _pump(self) -> None:
-        """Deliver queued messages in order, each once its journal write is committed."""
-        while (item := await self._outbox.get()) is not None:
-            if item.committed is not None:
-                try:
-                    await self.server.journal.wait(item.committed)
-                except Exception as error:
-                    log_event("journal_error", error=repr(error))
-                    continue
-            item.deliver()
+        return self._config.seed_source
 
     async def _run_clock(self) -> None:
         """Tick the arenas at their deadlines (pairing delays and window closes)."""
@@ -575,7 +586,7 @@ class TournamentDesk:
         return deadline
 
     def _now(self) -> float:
-        return self.server.config.clock()
+        return self._config.clock()
 
 
 def tournament_state(

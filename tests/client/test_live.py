@@ -204,7 +204,7 @@ async def test_a_dropped_connection_is_resumed_and_the_race_goes_on(
     async with racing_a_bot(live_server.url) as (pilot, app, bot):
         await play_out_by_keys(pilot, app, moves=3)
         # The server loses every connection at once, as when a network link fails.
-        for connection in list(server.connections):
+        for connection in list(server.socket_tier.connections):
             connection.transport.abort()
         await wait_until(pilot, lambda: app.connection.reconnects == 1, "a reconnection")
         await wait_until(pilot, lambda: app.connection.state is LinkState.ONLINE, "the resume")

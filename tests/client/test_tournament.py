@@ -142,7 +142,7 @@ async def test_an_entrant_whose_connection_drops_mid_race_resumes_and_finishes(
         await play_out_by_keys(pilot, app, moves=3)
         # Only Ann's link fails: the server loses her connection, the bot's stays.
         port = app.connection.local_port
-        for connection in list(server.connections):
+        for connection in list(server.socket_tier.connections):
             if connection.remote_address[1] == port:
                 connection.transport.abort()
         await wait_until(pilot, lambda: app.connection.reconnects == 1, "a reconnection")

@@ -53,14 +53,15 @@ async def test_a_racer_dropped_in_the_waiting_room_takes_its_seat_again(
         await wait_until(pilot, lambda: len(app.tracker.names()) == 2, "the bot in the room")
         port = app.connection.local_port
         # Only ann's connection fails; the server gives up her seat, as a lobby must.
-        for connection in list(server.connections):
+        for connection in list(server.socket_tier.connections):
             if connection.remote_address[1] == port:
                 connection.transport.abort()
         await wait_until(pilot, lambda: app.connection.reconnects == 1, "a reconnection")
         await wait_until(pilot, lambda: app.connection.state is LinkState.ONLINE, "the resume")
         race, ann = app.tracker.race, app.tracker.you
         assert race is not None and ann is not None
-        await wait_until(pilot, lambda: server.hosts[race].race.has_racer(ann), "ann's seat again")
+        hosts = server.race_tier.hosts
+        await wait_until(pilot, lambda: hosts[race].race.has_racer(ann), "ann's seat again")
         assert set(app.tracker.names().values()) == {"ann", "bot-1"}
         assert showing(app, WaitingScreen)
         bot.cancel()

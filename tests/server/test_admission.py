@@ -46,7 +46,7 @@ async def until_open(live: LiveServer, count: int) -> None:
     """Wait until the server counts ``count`` open connections (a close is counted when
     the server has seen the TCP connection go)."""
     assert live.server is not None
-    while live.server.admission.open != count:
+    while live.server.socket_tier.admission.open != count:
         await asyncio.sleep(0.01)
 
 

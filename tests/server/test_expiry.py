@@ -97,7 +97,7 @@ async def test_an_idle_session_is_forgotten_unless_connected_or_racing(tmp_path:
         await racer.expect(RaceSnapshot, state=RaceState.RUNNING)
         for client in (idle, racer):
             await client.close()
-        await until(lambda: len(live.server.sessions.connected()) == 2)
+        await until(lambda: len(live.server.socket_tier.sessions.connected()) == 2)
         clock.now += 101  # past the expiry for the two who left
         await until(lambda: live.server.metrics.sessions_expired_total >= 1)
         await asyncio.sleep(0.2)  # a few more looks: nobody else goes
@@ -121,7 +121,9 @@ async def test_idle_time_counts_across_a_restart(tmp_path: Path) -> None:
         left = await WireClient.connect(live.url, "left")
         stayed = await WireClient.connect(live.url, "stayed", role=Role.SPECTATOR)
         await left.close()
-        await until(lambda: live.server is not None and len(live.server.sessions.connected()) == 1)
+        assert live.server is not None
+        sessions = live.server.socket_tier.sessions
+        await until(lambda: len(sessions.connected()) == 1)
         clock.now += 50
     clock.now += 70  # 120 s since "left" left, 70 s since the server (and "stayed") stopped
     async with start_live_server(config) as live:
@@ -133,7 +135,7 @@ async def test_idle_time_counts_across_a_restart(tmp_path: Path) -> None:
     # The expired session is gone from the journal: the next start does not load it.
     async with start_live_server(config) as live:
         assert live.server is not None
-        assert len(live.server.sessions) == 1
+        assert len(live.server.socket_tier.sessions) == 1
 
 
 async def test_a_backlog_is_forgotten_in_bounded_batches() -> None:
@@ -145,11 +147,13 @@ async def test_a_backlog_is_forgotten_in_bounded_batches() -> None:
     for n in range(5):
         sessions.create(f"p{n}", bot=False, role=Role.PLAYER, now=clock.now)
     metrics = Metrics()
-    expiry = SessionExpiry(config, sessions, DisabledJournal(), metrics, held=lambda _: False)
+    asked: list[tuple[str, ...]] = []  # the race tier's questions: nobody is held
+    expiry = SessionExpiry(config, sessions, DisabledJournal(), metrics, ask=asked.append)
     clock.now += 11
     counts = []
     for _ in range(3):
         expiry.run()
+        expiry.checked(keep=(), forget=asked.pop())
         counts.append(metrics.sessions_expired_total)
     expiry.stop()
     assert counts == [2, 4, 5]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from pathlib import Path
 
 import pytest
+import websockets.version
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode as WebSocketCloseCode
@@ -31,8 +33,9 @@ from protocol import (
     decode_server,
     encode,
 )
+from server.app import RaceServer
 from server.connection import RaceConnection
-from tests.conftest import LiveServer
+from tests.conftest import LiveServer, fast_config
 from tests.server.wire_client import TIMEOUT
 
 #: Not msgpack: each of these payloads is answered with ``bad_frame``.
@@ -74,7 +77,7 @@ def stream() -> tuple[bytes, list[type[ServerMessage] | int]]:
 def splitting(live_server: LiveServer) -> list[bool]:
     """Whether each of the server's connections splits its frames itself."""
     assert live_server.server is not None
-    connections = live_server.server.connections
+    connections = live_server.server.socket_tier.connections
     return [c.splits_frames for c in connections if isinstance(c, RaceConnection)]
 
 
@@ -181,3 +184,15 @@ async def test_frames_sent_before_the_handshake_answer_are_answered(
     pong = decode_server(await asyncio.wait_for(client.recv(), TIMEOUT))
     assert isinstance(pong, Pong) and pong.reply_to == 3
     await client.close()
+
+
+async def test_the_server_refuses_to_start_on_a_websockets_release_it_was_not_tested_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Splitting frames reads websockets' parser internals: on another release the server
+    # says so and does not start, rather than run without its fast path unseen.
+    monkeypatch.setattr(websockets.version, "version", "16.0")
+    server = RaceServer(fast_config(tmp_path / "db"))
+    with pytest.raises(ValueError, match=r"websockets 16\.0 is installed.*tested only with"):
+        await server.start()
+    assert not (tmp_path / "db").exists()  # refused before the journal was opened

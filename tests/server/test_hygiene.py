@@ -259,11 +259,11 @@ async def test_a_client_that_stops_reading_is_cut_off_and_the_rest_go_on(tmp_pat
         sock.connect(("127.0.0.1", live.server.port))
         sloth = await connect(live.url, sock=sock, compression=None, max_queue=1)
         await sloth.send(encode(Hello(name="sloth", bot=False, id=1)))
-        while len(live.server.connections) < 2:
+        while len(live.server.socket_tier.connections) < 2:
             await asyncio.sleep(0.01)
         # And a small kernel buffer on the server's side, as on a slow link, so that the
         # backlog reaches the server's own buffer after a few dozen answers.
-        for connection in live.server.connections:
+        for connection in live.server.socket_tier.connections:
             server_socket = connection.transport.get_extra_info("socket")
             server_socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
         ask = encode(Spectate(race=race, id=2))  # answered by a snapshot, progress, boards
@@ -271,9 +271,9 @@ async def test_a_client_that_stops_reading_is_cut_off_and_the_rest_go_on(tmp_pat
             for _ in range(100_000):
                 await sloth.send(ask)
                 await asyncio.sleep(0)  # the server runs in this event loop
-                if len(live.server.connections) == 1:
+                if len(live.server.socket_tier.connections) == 1:
                     break
-        assert len(live.server.connections) == 1  # only ann's: the sloth was cut off
+        assert len(live.server.socket_tier.connections) == 1  # only ann's: the sloth was cut off
         sloth.transport.abort()
         # The others never noticed.
         await ann.send(Ping(id=3))
@@ -292,7 +292,8 @@ async def test_keepalive_pings_keep_a_live_client_and_drop_one_that_stopped_answ
         # Its socket is no longer read: pings go unanswered, as from a vanished peer.
         asleep.connection.transport.pause_reading()
         port = asleep.connection.local_address[1]
-        (server_side,) = [c for c in live.server.connections if c.remote_address[1] == port]
+        connections = live.server.socket_tier.connections
+        (server_side,) = [c for c in connections if c.remote_address[1] == port]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + TIMEOUT
         while server_side.state is State.OPEN and loop.time() < deadline:
@@ -393,9 +394,10 @@ async def test_a_shutdown_waits_at_most_the_close_timeout_for_a_client_that_read
         sloth = await connect(live.url, sock=sock, compression=None, max_queue=1)
         stack.callback(sloth.transport.abort)
         await sloth.send(encode(Hello(name="sloth", bot=False, id=1)))
-        while len(server.connections) < 2:
+        while len(server.socket_tier.connections) < 2:
             await asyncio.sleep(0.01)
-        (held,) = [c for c in server.connections if c.remote_address[1] == sock.getsockname()[1]]
+        port = sock.getsockname()[1]
+        (held,) = [c for c in server.socket_tier.connections if c.remote_address[1] == port]
         held.transport.get_extra_info("socket").setsockopt(
             socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
         )

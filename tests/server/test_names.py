@@ -46,7 +46,7 @@ async def test_a_name_is_free_again_once_its_player_disconnects(live_server: Liv
     ann = await WireClient.connect(live_server.url, "ann")
     await ann.close()
     for _ in range(100):  # the server notices the close in its own time
-        if not server.sessions.name_in_use("ann"):
+        if not server.socket_tier.sessions.name_in_use("ann"):
             break
         await asyncio.sleep(0.01)
     newcomer = await WireClient.connect(live_server.url, "ann")

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sqlite3
 from pathlib import Path
 
-from protocol import CardToPlace, ErrorCode, RaceSnapshot, RaceState
+import pytest
+from websockets.exceptions import ConnectionClosed
+
+from protocol import CardToPlace, CloseCode, ErrorCode, RaceSnapshot, RaceState
 from protocol.result import verify_result
 from protocol.tournament import (
     HostAction,
@@ -122,7 +126,7 @@ async def test_an_arena_of_three_minutes_on_an_injected_clock(tmp_path: Path) ->
                 # A race was counted: let twenty seconds pass on the server's clock.
                 games_seen = games
                 clock.now += 20.0
-                live.server.tournaments.wake()
+                live.server.race_tier.tournaments.wake()
         await wait_all(*players)
         export = await host.export()
         assert len(export.games) >= 4, "races kept forming while the window was open"
@@ -216,3 +220,27 @@ async def test_every_tournament_state_to_an_entrant_names_it(live_server: LiveSe
     assert {s.you for s in states(watcher)} == {None}
     for player in (host, watcher, *entrants):
         await player.close()
+
+
+async def test_a_tournament_journal_write_that_fails_stops_the_server_unanswered(
+    live_server: LiveServer,
+) -> None:
+    # One journal-failure policy for races and tournaments alike: what could not be
+    # stored is never announced, and the server stops (a restart recovers what is stored).
+    host = await Host.start(live_server.url)
+    code = await host.create(name="club night", rounds=1, race_size=2, time_limit=120)
+    await host.control(HostAction.OPEN)
+    await host.until(lambda s: s.status is TournamentStatus.OPEN)
+    with sqlite3.connect(live_server.db_path) as connection:
+        connection.execute("DROP TABLE tournament_events")
+    connection.close()
+    entrant = await Player.connect(live_server.url, "ann")
+    await entrant.send(JoinTournament(tournament=code, id=entrant.client.next_id()))
+    with pytest.raises(ConnectionClosed):
+        while True:
+            message = await entrant.receive()
+            assert not isinstance(message, TournamentState), "a join not stored was answered"
+    assert entrant.client.connection.close_code == CloseCode.GOING_AWAY
+    assert live_server.server is not None and live_server.server.failed
+    failure = live_server.server.failure_sentence
+    assert failure is not None and "no such table: tournament_events" in failure

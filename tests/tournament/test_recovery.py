@@ -40,7 +40,7 @@ async def test_a_race_ordered_but_never_journaled_is_held_on_restart(tmp_path: P
     journal.close()
     async with start_live_server(fast_config(path)) as live:
         assert live.server is not None
-        race = live.server.hosts[order.race_id].race
+        race = live.server.race_tier.hosts[order.race_id].race
         assert race.phase in (core.Phase.COUNTDOWN, core.Phase.RUNNING)  # dealt, counting down
         assert (race.seed, race.racer_ids) == ("seed", ["a", "b"])
 
@@ -58,6 +58,6 @@ async def test_a_race_half_seated_when_the_server_stopped_is_seated_and_started(
     journal.close()
     async with start_live_server(fast_config(path)) as live:
         assert live.server is not None
-        race = live.server.hosts[order.race_id].race
+        race = live.server.race_tier.hosts[order.race_id].race
         assert race.phase is core.Phase.RUNNING
         assert race.racer_ids == ["a", "b"]

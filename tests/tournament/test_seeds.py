@@ -121,7 +121,7 @@ async def test_hopeless_winnable_tournaments_search_nothing_even_after_a_restart
         await nothing_searched(live.http_url)
         await host.close()
     async with start_live_server(config) as live:
-        assert len(live.server.tournaments.tournaments if live.server else ()) == 3
+        assert len(live.server.race_tier.tournaments.tournaments if live.server else ()) == 3
         await nothing_searched(live.http_url)
 
 
@@ -136,7 +136,7 @@ async def test_a_winnable_round_waits_for_its_seed_then_starts(tmp_path: Path) -
         assert state.status is TournamentStatus.RUNNING and not host.errors
         card = await bots[0].client.expect(CardToPlace)
         assert card.race == state.races[0].race
-        seed = live.server.hosts[card.race].race.seed if live.server else ""
+        seed = live.server.race_tier.hosts[card.race].race.seed if live.server else ""
         game = Game.new(seed)
         for move in solve(deal(seed), budget=10.0, prove=False).moves:
             game.play(move)

@@ -1,0 +1,685 @@
+"""The race tier: every race, every tournament, the lobby, the journal's races, and the
+searches for seeds and pars. Commands come in from the bus, events go out on it.
+
+:class:`RaceTier` answers the bus's commands (:mod:`server.bus`): a client's requests,
+sessions coming and going, the expiry's questions. It knows sessions by their ids only,
+never a connection: what it says goes to a session or to a race's or tournament's feed,
+and the socket tier finds the connections. The decisions themselves are the pure cores':
+:class:`~server.lobby.Lobby` (where to race), :class:`~server.race.Race` (one race, in a
+:class:`~server.host.RaceHost`) and :class:`~server.tournament.Tournament` (in the
+:class:`~server.tournament_host.TournamentDesk`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import protocol
+from protocol import ErrorCode, Role, encode
+from protocol.schema import show
+from protocol.tournament import TournamentControl
+from server import lobby as lobbies
+from server import race as core
+from server.bus import (
+    Attach,
+    Bus,
+    Caller,
+    CheckExpiry,
+    ClientRequest,
+    Command,
+    Deliver,
+    Detach,
+    Done,
+    Event,
+    ExpiryChecked,
+    Follow,
+    Refuse,
+    Request,
+    ToSession,
+    Unfollow,
+    answered_with_done,
+    race_feed,
+)
+from server.config import ServerConfig
+from server.host import RaceHost
+from server.journal import (
+    RaceOpened,
+    Recovered,
+    StoppedWatching,
+    Watching,
+    replay_commands,
+    unplayed,
+)
+from server.journal_file import JournalRefused
+from server.lobby import Lobby
+from server.logs import failure, log_event
+from server.metrics import Metrics
+from server.outbox import Outbox
+from server.outgoing import card_message, race_options
+from server.pars import ParQueue
+from server.store import Store
+from server.tournament_host import TournamentDesk
+from server.winnable import SeedRefused, WinnableSeeds
+
+
+class Refused(Exception):
+    """A request the race tier refuses, with the error code to answer it with."""
+
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class RaceTier:
+    """The races, tournaments and lobby of one server, behind the bus."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        journal: Store,
+        bus: Bus,
+        metrics: Metrics,
+        on_journal_failure: Callable[[Exception], None],
+    ) -> None:
+        self.config = config
+        self.journal = journal
+        self._bus = bus
+        self._metrics = metrics
+        self._on_journal_failure = on_journal_failure
+        self.hosts: dict[str, RaceHost] = {}
+        self.lobby = Lobby(self._quick_options())
+        self._present: set[str] = set()
+        """Sessions that have a connection now (for racers' ``connected`` flags)."""
+        self._watching: dict[str, dict[str, None]] = {}
+        """The races each session spectates, oldest first (a dict for its order), as
+        journaled (:class:`~server.journal.Watching`)."""
+        # Weak: a deal lives as long as one of its races holds it.
+        self._shared_deals: weakref.WeakValueDictionary[str, core.SharedDeal] = (
+            weakref.WeakValueDictionary()
+        )
+        self._outbox = Outbox(journal, bus, on_journal_failure, "lobby")
+        """What the lobby says that must wait for a commit (a race it has forgotten)."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.stopping = False
+        self.pars = ParQueue(config, metrics)
+        """Finished races waiting for their deal's par (a bounded queue, one low-priority
+        child process)."""
+        self.winnable = WinnableSeeds(config, metrics)
+        """Winnable seeds for races and tournaments (another low-priority child process)."""
+        self.tournaments = TournamentDesk(
+            config, journal, bus, self.winnable, self, on_journal_failure
+        )
+        metrics.races_by_phase = self._races_by_phase
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def recover(self, recovered: Recovered) -> None:
+        """Bring back every unfinished race, the races sessions watch, and the
+        tournaments (before any command comes)."""
+        known = {player.player_id for player in recovered.players}
+        for watching in recovered.watching:  # sent again when the spectator resumes
+            if watching.player_id in known:
+                self._watching.setdefault(watching.player_id, {})[watching.race_id] = None
+        races = [(unplayed(stored), stored) for stored in recovered.races]
+        for race, _ in races:  # every race in its deal before any replays, so none finishes early
+            self._share_deal(race)
+        for race, stored in races:
+            replay_commands(race, stored)  # fast: replaying a race takes about a millisecond
+            if not race.racer_ids:
+                continue  # a lobby everyone left: nothing to come back to
+            host = self.hosts[race.race_id] = self._host(race)
+            self._changed(host)
+            for racer_id in race.racer_ids:
+                if racer_id in known:
+                    self.lobby.apply(lobbies.Seated(racer_id, race.race_id))
+                if race.phase in (core.Phase.COUNTDOWN, core.Phase.RUNNING):
+                    # Nobody is connected after a restart: each racer's grace to come
+                    # back starts now (a racer already away keeps its own).
+                    host.apply(core.Disconnect(racer_id))
+            log_event(
+                "race_recovered",
+                race=race.race_id,
+                phase=race.phase.value,
+                commands=len(stored.commands),
+            )
+        await self.tournaments.start()
+
+    def start(self) -> None:
+        """Begin the background work (the stock of winnable seeds)."""
+        self.winnable.start()
+
+    async def drain(self) -> None:
+        """Stop taking commands, end the searches, and send everything journaled so far."""
+        self.stopping = True
+        # Searches end now: a request waiting for a winnable deal is refused (each would
+        # otherwise hold its connection, and so the shutdown, for up to its budget), and
+        # no par is sent once the server has stopped.
+        await self.winnable.close()
+        await self.pars.close()
+        await asyncio.gather(
+            *(host.drain() for host in self.hosts.values()), self._outbox.drain()
+        )
+
+    def stop(self) -> None:
+        """Send nothing more, and stop every clock."""
+        self.stopping = True
+        for host in self.hosts.values():
+            host.stop()
+        self._outbox.close()
+        self.tournaments.stop()
+
+    # ------------------------------------------------------------- commands
+
+    def handle(self, command: Command) -> None:
+        """Carry out one command from the bus."""
+        match command:
+            case Request(caller, message, received_at, ticket):
+                self._request(caller, message, received_at, ticket)
+            case Attach(caller, _, ticket):
+                self._attach(caller, ticket)
+            case Detach(session_id, replaced):
+                self._detach(session_id, replaced)
+            case CheckExpiry(session_ids):
+                keep = tuple(s for s in session_ids if self._holds(s))
+                forget = tuple(s for s in session_ids if s not in keep)
+                self._bus.publish([ExpiryChecked(keep, forget)])
+
+    def _request(
+        self,
+        caller: Caller,
+        message: ClientRequest,
+        received_at: float | None,
+        ticket: int | None,
+    ) -> None:
+        if answered_with_done(message) and ticket is not None:
+            self._run(self._answer_later(caller, message, ticket))
+            return
+        try:
+            self._dispatch(caller, message, received_at)
+        except Exception as error:
+            self._answer_failed(caller, message, error)
+
+    def _run(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the background (held, so the task is not lost)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer_later(self, caller: Caller, message: ClientRequest, ticket: int) -> None:
+        """Answer a request that may wait for a winnable deal, then say :class:`Done`."""
+        try:
+            if isinstance(message, protocol.CreateRace):
+                await self._on_create_winnable_race(caller, message)
+            elif isinstance(message, TournamentControl):
+                await self.tournaments.start_when_dealt(caller, message)
+        except Exception as error:
+            self._answer_failed(caller, message, error)
+        finally:
+            self._bus.publish([Done(caller.session_id, ticket)])
+
+    def _answer_failed(self, caller: Caller, message: ClientRequest, error: Exception) -> None:
+        """Answer a request whose handling raised: a refusal as its error code, anything
+        else as ``internal_error`` (a bug must cost one answer, never the connection)."""
+        session_id = caller.session_id
+        if isinstance(error, Refused | core.RaceError | SeedRefused):
+            code = ErrorCode(error.code.value) if isinstance(error, core.RaceError) else error.code
+            self._bus.publish(
+                [Refuse(session_id, code, error.message, message.TYPE, message.id)]
+            )
+            if code is ErrorCode.BAD_MOVE_NUMBER and isinstance(message, protocol.Place):
+                self._send_card_again(session_id, message.race)
+            return
+        self._bus.publish([
+            Refuse(
+                session_id,
+                ErrorCode.INTERNAL_ERROR,
+                "the server failed to handle this message",
+                message.TYPE,
+                message.id,
+                failure=failure(error),
+            )
+        ])
+
+    def _dispatch(self, caller: Caller, message: ClientRequest, received_at: float | None) -> None:
+        match message:
+            case protocol.Place():
+                host = self._racing_in(caller.session_id, message.race)
+                host.apply(
+                    core.Place(caller.session_id, message.move, message.position),
+                    reply_to=message.id,
+                    received_at=received_at,
+                )
+            case protocol.CreateRace():
+                options = self._options_to_create(caller, message)
+                self._place(caller, lobbies.CreateRace(caller.session_id, options), message.id)
+            case protocol.ListRaces():
+                self._on_list_races(caller, message)
+            case protocol.QuickRace():
+                self._check_free_to_join(caller)
+                self._place(caller, lobbies.QuickRace(caller.session_id), message.id)
+            case protocol.JoinRace():
+                self._on_join_race(caller, message)
+            case protocol.LeaveRace():
+                self._on_leave_race(caller, message)
+            case protocol.Ready():
+                host = self._racing_in(caller.session_id, message.race)
+                host.apply(core.SetReady(caller.session_id, message.ready))
+                host.tell(caller.session_id, protocol.Ok(
+                    in_reply_to="ready", race=host.race_id, reply_to=message.id
+                ))
+            case protocol.Resign():
+                host = self._racing_in(caller.session_id, message.race)
+                host.apply(core.Resign(caller.session_id))
+                host.tell(caller.session_id, protocol.Ok(
+                    in_reply_to="resign", race=host.race_id, reply_to=message.id
+                ))
+            case protocol.Spectate():
+                self._on_spectate(caller, message)
+            case _ if self.tournaments.handles(message):
+                self.tournaments.dispatch(caller, message)
+            case _:
+                raise Refused(ErrorCode.BAD_MESSAGE, f"{message.TYPE} is not a race request")
+
+    # ---------------------------------------------------------- the lobby
+
+    def _on_list_races(self, caller: Caller, message: protocol.ListRaces) -> None:
+        summaries = tuple(
+            protocol.RaceSummary(
+                race=listing.race_id,
+                state=protocol.RaceState(listing.phase.value),
+                racers=listing.racers,
+                max_racers=listing.options.max_racers,
+                min_racers=listing.options.min_racers,
+                time_limit=max(1, round(listing.options.time_limit)),
+                ruleset=listing.options.ruleset,
+                spectators=listing.options.spectators,
+                fog=listing.options.fog,
+            )
+            for listing in self.lobby.open_races()
+        )
+        answer = protocol.RaceList(races=summaries, reply_to=message.id)
+        self._bus.publish([Deliver(ToSession(caller.session_id), encode(answer))])
+
+    async def _on_create_winnable_race(
+        self, caller: Caller, message: protocol.CreateRace
+    ) -> None:
+        options = self._options_to_create(caller, message)
+        seed = await self.winnable.find(options.ruleset, requester=caller.session_id)
+        self._check_free_to_join(caller)  # still true: this connection waited for us
+        self._place(caller, lobbies.CreateRace(caller.session_id, options), message.id, seed)
+
+    def _options_to_create(
+        self, caller: Caller, message: protocol.CreateRace
+    ) -> core.RaceOptions:
+        """The options of the race ``message`` asks for (:class:`Refused` if it may not)."""
+        self._check_free_to_join(caller)
+        try:
+            return race_options(
+                message.options, self.config.progress_interval, self.config.reconnect_grace
+            )
+        except ValueError as error:
+            raise Refused(ErrorCode.BAD_MESSAGE, f"create_race.options: {error}") from None
+
+    def _place(
+        self,
+        caller: Caller,
+        command: lobbies.QuickRace | lobbies.CreateRace,
+        reply_to: int | None,
+        seed: str | None = None,
+    ) -> None:
+        """Let the lobby choose the race (opening one if it says so) and seat ``caller``."""
+        for event in self.lobby.apply(command):
+            if isinstance(event, lobbies.RaceToOpen):
+                self.open_race(event.options, seed=seed, race_id=event.race_id)
+            elif isinstance(event, lobbies.JoinRace):
+                self._join(caller, self.hosts[event.race_id], reply_to)
+
+    def _on_join_race(self, caller: Caller, message: protocol.JoinRace) -> None:
+        host = self._find(message.race)
+        session_id = caller.session_id
+        if self.lobby.seat_of(session_id) == host.race_id and host.race.has_racer(session_id):
+            raise Refused(ErrorCode.ALREADY_JOINED, "you are already in this race")
+        self._check_free_to_join(caller)
+        self._join(caller, host, message.id)
+
+    def _on_leave_race(self, caller: Caller, message: protocol.LeaveRace) -> None:
+        host = self._find(message.race)
+        session_id = caller.session_id
+        if host.race_id in self._watching.get(session_id, {}):
+            self._stop_watching(session_id, [host.race_id])
+        elif self.lobby.seat_of(session_id) == host.race_id:
+            if host.race.phase in (core.Phase.LOBBY, core.Phase.COUNTDOWN):
+                host.apply(core.Leave(session_id))
+                # The seat is free: what the race says from now on is not for this racer.
+                self._bus.publish([Unfollow(session_id, host.feed, member=True)])
+                self._lobby(lobbies.Unseated(session_id, host.race_id))
+            elif host.race.phase is not core.Phase.FINISHED:
+                host.apply(core.Leave(session_id))
+        else:
+            raise Refused(ErrorCode.NOT_A_RACER, "you are not in this race")
+        ok = protocol.Ok(in_reply_to="leave_race", race=host.race_id, reply_to=message.id)
+        if self.hosts.get(host.race_id) is host:
+            host.tell(session_id, ok)
+        else:
+            # The lobby emptied and was forgotten, and its outbox with it: answer once the
+            # leave is journaled (the transaction gathering now holds it).
+            deliver = Deliver(ToSession(session_id), encode(ok))
+            self._outbox.post(self.journal.submit(), lambda events: events.append(deliver))
+
+    def _on_spectate(self, caller: Caller, message: protocol.Spectate) -> None:
+        host = self._find(message.race)
+        if not host.race.options.spectators:
+            raise Refused(ErrorCode.SPECTATORS_NOT_ALLOWED, "this race does not allow spectators")
+        session_id = caller.session_id
+        self._start_watching(session_id, host)
+        self._watch(session_id, host, message.id)
+
+    def _watch(self, session_id: str, host: RaceHost, reply_to: int | None) -> None:
+        """Feed ``host``'s race to ``session_id`` as a spectator, from its state now."""
+        host.add_spectator(session_id)
+        host.tell(
+            session_id,
+            *host.messages_for_spectator(reply_to),
+            first=[Follow(session_id, host.feed, member=False)],
+        )
+
+    def _quick_options(self) -> core.RaceOptions:
+        config = self.config
+        return core.RaceOptions(
+            max_racers=config.quick_max_racers,
+            min_racers=config.quick_min_racers,
+            time_limit=config.time_limit,
+            countdown=config.quick_countdown,
+            progress_interval=config.progress_interval,
+            reconnect_grace=config.reconnect_grace,
+        )
+
+    def open_race(
+        self,
+        options: core.RaceOptions,
+        *,
+        seed: str | None = None,
+        race_id: str | None = None,
+        tournament_id: str | None = None,
+    ) -> RaceHost:
+        """Create and journal a race with these options (and this seed, if given: races of
+        a tournament share one). Private races (``public=False``) get their id as a code."""
+        if race_id is None:
+            race_id = lobbies.new_race_id(self.hosts)
+        if seed is None:
+            seed = self.config.seed_source()
+        race = core.Race(race_id, seed, options, code=None if options.public else race_id)
+        self._share_deal(race)
+        opened = RaceOpened(race_id, seed, options, race.code, self._now(), tournament_id)
+        host = self._host(race, opened)
+        self.hosts[race_id] = host
+        self._changed(host)
+        log_event("race_open", race=race_id, public=options.public, max_racers=options.max_racers)
+        return host
+
+    def _join(self, caller: Caller, host: RaceHost, reply_to: int | None) -> None:
+        """Seat ``caller`` in ``host``'s race; it is answered with the race's snapshot."""
+        session_id = caller.session_id
+        try:
+            host.apply(
+                core.Join(session_id, caller.name, caller.bot),
+                first=self._follows_for_seat(session_id, host),
+                commander=session_id,
+                answer=True,
+                reply_to=reply_to,
+            )
+        except core.RaceError:
+            self._lobby(lobbies.JoinRefused(session_id, host.race_id))
+            raise
+        self._lobby(lobbies.Seated(session_id, host.race_id))
+
+    def seat(self, session_id: str, host: RaceHost) -> list[Event]:
+        """``session_id`` races in ``host``'s race from now on (a tournament seats its
+        entrants): the events that move its feed there, to send ahead of the race's."""
+        follows = self._follows_for_seat(session_id, host)
+        self._lobby(lobbies.Seated(session_id, host.race_id))
+        return follows
+
+    def _follows_for_seat(self, session_id: str, host: RaceHost) -> list[Event]:
+        previous = self.lobby.seat_of(session_id)
+        follows: list[Event] = []
+        if previous is not None and previous != host.race_id:
+            follows.append(Unfollow(session_id, race_feed(previous), member=True))
+        follows.append(Follow(session_id, host.feed, member=True))
+        return follows
+
+    def _check_free_to_join(self, caller: Caller) -> None:
+        if caller.role is not Role.PLAYER:
+            raise Refused(ErrorCode.WRONG_ROLE, "a spectator cannot race: say hello as a player")
+        host = self._seat_host(caller.session_id)
+        if host is not None and host.race.is_busy(caller.session_id):
+            raise Refused(
+                ErrorCode.ALREADY_JOINED,
+                f"you are already in race {host.race_id}: leave or finish it first",
+            )
+
+    def _lobby(self, command: lobbies.Command) -> None:
+        """Tell the lobby; close the races it closes."""
+        for event in self.lobby.apply(command):
+            if isinstance(event, lobbies.RaceClosed):
+                host = self.hosts.get(event.race_id)
+                if host is not None:
+                    self._forget(host)
+
+    def _changed(self, host: RaceHost) -> None:
+        race = host.race
+        listing = lobbies.Listing(
+            host.race_id, race.options, race.phase, race.racer_count, race.is_open
+        )
+        self._lobby(lobbies.RaceUpdated(listing))
+
+    # ------------------------------------------------------------- sessions
+
+    def is_present(self, session_id: str) -> bool:
+        """Whether ``session_id`` has a connection now."""
+        return session_id in self._present
+
+    def _attach(self, caller: Caller, ticket: int) -> None:
+        """A session has a connection: it listens to its race, the races it watches and
+        its tournaments again, and is sent where each stands (after a resume: a new
+        session has none)."""
+        session_id = caller.session_id
+        self._present.add(session_id)
+        host = self._seat_host(session_id)
+        if host is not None and host.race.has_racer(session_id):
+            if host.race.phase is not core.Phase.FINISHED:
+                host.apply(core.Reconnect(session_id))  # no longer counted out
+            host.tell(
+                session_id,
+                *host.messages_for_racer(session_id, None),
+                first=[Follow(session_id, host.feed, member=True)],
+            )
+            host.presence_changed()  # the others see it back
+        gone = []
+        for race_id in self._watching.get(session_id, {}):
+            watched = self.hosts.get(race_id)
+            if watched is None:
+                gone.append(race_id)
+            else:
+                self._watch(session_id, watched, None)
+        self.tournaments.attached(session_id)
+        if gone:
+            self._stop_watching(session_id, gone)
+            self._run(self._send_results(session_id, gone, ticket))
+        else:
+            self._bus.publish([Done(session_id, ticket)])
+
+    async def _send_results(self, session_id: str, race_ids: list[str], ticket: int) -> None:
+        """Races a resumed session watched that the server no longer keeps (they finished
+        and were forgotten, or finished before a restart): each as its stored result, read
+        from the journal off the event loop, or, without one, refused as
+        ``race_not_found``. Then :class:`Done`."""
+        try:
+            results = await self.journal.read_results(race_ids)
+        except JournalRefused as refusal:  # unreadable now: the refusals below say so
+            log_event("journal_error", logging.ERROR, error=str(refusal))
+            results = {}
+        events: list[Event] = []
+        for race_id in race_ids:
+            result = results.get(race_id)
+            if result is not None:
+                finished = protocol.RaceFinished.from_result(
+                    result, started_at=result.started_at, ended_at=result.ended_at
+                )
+                events.append(Deliver(ToSession(session_id), encode(finished)))
+            else:
+                events.append(Refuse(
+                    session_id,
+                    ErrorCode.RACE_NOT_FOUND,
+                    f"race {race_id}, which you watched, is gone and left no result",
+                    in_reply_to=protocol.Spectate.TYPE,
+                ))
+        events.append(Done(session_id, ticket))
+        self._bus.publish(events)
+
+    def _detach(self, session_id: str, replaced: bool) -> None:
+        """A session's connection is gone: stop counting it as a spectator, free its
+        lobby seat, or start its racer's grace to come back (the race decides which)."""
+        self._present.discard(session_id)
+        for race_id in self._watching.get(session_id, {}):
+            watched = self.hosts.get(race_id)
+            if watched is not None:
+                watched.remove_spectator(session_id)
+        host = self._seat_host(session_id)
+        if replaced or self.stopping or host is None or not host.race.has_racer(session_id):
+            return
+        if host.race.phase is not core.Phase.FINISHED:
+            host.apply(core.Disconnect(session_id))
+        if host.race.has_racer(session_id):
+            host.presence_changed()  # the others see it away
+        else:  # its lobby seat is free
+            self._lobby(lobbies.Unseated(session_id, host.race_id))
+
+    def _start_watching(self, session_id: str, host: RaceHost) -> None:
+        """``session_id`` watches ``host``'s race from now on, after a restart too
+        (journaled), within ``watched_races``: the oldest races watched that are over or
+        forgotten make room, and when none is, the request is refused with
+        ``server_busy``."""
+        watching = self._watching.setdefault(session_id, {})
+        if host.race_id in watching:
+            return
+        limit = self.config.watched_races
+        if len(watching) >= limit:
+            done = [
+                race_id for race_id in watching
+                if (watched := self.hosts.get(race_id)) is None
+                or watched.race.phase is core.Phase.FINISHED
+            ]
+            if len(watching) - len(done) >= limit:
+                raise Refused(
+                    ErrorCode.SERVER_BUSY,
+                    f"you are watching {limit} races that are still on, the most a session "
+                    "may: leave one (leave_race) first",
+                )
+            self._stop_watching(session_id, done[: len(watching) - limit + 1])
+        watching[host.race_id] = None
+        self.journal.submit(Watching(session_id, host.race_id))
+
+    def _stop_watching(self, session_id: str, race_ids: list[str]) -> None:
+        """``session_id`` watches none of ``race_ids`` any more (journaled)."""
+        watching = self._watching.get(session_id, {})
+        unfollows: list[Event] = []
+        for race_id in race_ids:
+            del watching[race_id]
+            watched = self.hosts.get(race_id)
+            if watched is not None:
+                watched.remove_spectator(session_id)
+            unfollows.append(Unfollow(session_id, race_feed(race_id), member=False))
+        if not watching:
+            self._watching.pop(session_id, None)
+        self.journal.submit(StoppedWatching(session_id, tuple(race_ids)))
+        self._bus.publish(unfollows)
+
+    def _holds(self, session_id: str) -> bool:
+        """Whether an idle session must be kept: it races in a race not over (from the
+        lobby on: a recovered lobby still seats it), or it is entered in a tournament
+        that is not over."""
+        host = self._seat_host(session_id)
+        if (
+            host is not None
+            and host.race.phase is not core.Phase.FINISHED
+            and host.race.has_racer(session_id)
+        ):
+            return True
+        return self.tournaments.has_entrant(session_id)
+
+    # ---------------------------------------------------------------- races
+
+    def _host(self, race: core.Race, opened: RaceOpened | None = None) -> RaceHost:
+        return RaceHost(
+            race,
+            journal=self.journal,
+            bus=self._bus,
+            present=self.is_present,
+            metrics=self._metrics,
+            clock=self.config.clock,
+            on_changed=self._changed,
+            on_finished=self._race_finished,
+            on_journal_failure=self._on_journal_failure,
+            first_records=[opened] if opened else [],
+        )
+
+    def _share_deal(self, race: core.Race) -> None:
+        """Put ``race`` with the other races dealt its seed (a tournament round's races)."""
+        deal = self._shared_deals.get(race.seed)
+        if deal is None:
+            deal = self._shared_deals[race.seed] = core.SharedDeal()
+        race.share_deal(deal)
+
+    def _race_finished(self, host: RaceHost) -> None:
+        self.tournaments.race_finished(host)
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.config.finished_linger, self._forget, host)
+        if self.config.par_budget > 0:
+            self.pars.add(host)  # the result is already out: the par follows when found
+
+    def _forget(self, host: RaceHost) -> None:
+        if self.hosts.get(host.race_id) is host:
+            del self.hosts[host.race_id]
+            self.lobby.apply(lobbies.RaceGone(host.race_id))
+        self.pars.forget(host)
+        host.stop()
+
+    def _races_by_phase(self) -> dict[str, int]:
+        counts = {phase.value: 0 for phase in core.Phase}
+        for host in self.hosts.values():
+            counts[host.race.phase.value] += 1
+        return counts
+
+    def _send_card_again(self, session_id: str, race: str) -> None:
+        """After a move number out of turn: the card the racer must place, once more."""
+        host = self.hosts.get(race.upper())
+        card = host.race.card_for(session_id) if host else None
+        if host is not None and card is not None:
+            host.tell(session_id, card_message(host.race_id, card))
+
+    def _seat_host(self, session_id: str) -> RaceHost | None:
+        """The race ``session_id`` races in (its latest), if the server still has it."""
+        race_id = self.lobby.seat_of(session_id)
+        return self.hosts.get(race_id) if race_id is not None else None
+
+    def _find(self, race: str) -> RaceHost:
+        host = self.hosts.get(race.upper())
+        if host is None:
+            raise Refused(ErrorCode.RACE_NOT_FOUND, f"there is no race {show(race)}")
+        return host
+
+    def _racing_in(self, session_id: str, race: str) -> RaceHost:
+        host = self._find(race)
+        if self.lobby.seat_of(session_id) != host.race_id or not host.race.has_racer(session_id):
+            raise Refused(ErrorCode.NOT_A_RACER, "you are not racing in this race")
+        return host
+
+    def _now(self) -> float:
+        return self.config.clock()
+
