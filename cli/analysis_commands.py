@@ -68,6 +68,11 @@ def describe_par(result: Par) -> str:
         return "unwinnable (proven)" if result.proven else "no winning line found in the budget"
     if result.proven:
         return f"par {result.score} (proven)"
+    if result.at_most is not None and result.at_most > result.score:
+        return (
+            f"par {result.score} to {result.at_most} (the budget ran out before a proof; "
+            f"no line beats {result.at_most})"
+        )
     return f"par at least {result.score} (the budget ran out before a proof)"
 
 

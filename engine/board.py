@@ -1,14 +1,21 @@
-"""A compact, mutable Foursquare position for search: ranks only, place and undo.
+"""The search board: one Foursquare position as bitmasks, with place and undo.
 
-The engine's :class:`~engine.game.Game` is the authority and keeps cards, events and
-history. Search (the par solver, the bots) needs none of that: it only needs the top
-rank, face and height of each pile, and a cheap way to try a move and take it back.
-:class:`Board` is that: the same rules, on the same flat cell layout as the engine
-(rows and cols from ``-(n-1)`` to ``n-1``), with :meth:`Board.place` returning a token
-that :meth:`Board.undo` uses to restore the position exactly.
+:class:`~engine.game.Game` is the readable authority (cards, events, history) and
+:mod:`engine.reference` the naive oracle. Search (the par solver and every bot) plays
+millions of placements and needs none of what a game keeps: only the top rank, face and
+height of each pile, a quick way to try a placement and take it back, and quick answers
+to "which piles would this card turn over?". :class:`Board` is that, and the only such
+board: the solver and the bots both search on it, and property tests hold it to the
+engine and the oracle move for move.
 
-Every line a search reports is replayed through the engine before it is trusted, so a
-disagreement between this module and the engine could not go unnoticed.
+Cells are the engine's flat layout: rows and cols from ``-(n-1)`` to ``n-1`` (the box
+always contains the first card), cell ``row * width + col`` with ``width = 2n - 1``. A
+position is three masks with one bit per cell: ``occupied`` (a pile is there), ``down``
+(its top is face down), ``full`` (the pile is at capacity). A row's or a column's other
+piles are then one ``&``, and a trigger turns them over with one ``^``. The trigger test
+itself is two ``&`` as well: ``at_most[k]`` holds the piles whose top rank is at most
+``k``, so "a face-up other ranks at most the card, and one at least" needs no loop over
+the line (:meth:`Board.flips`, the one place the flip rule is written for search).
 
 >>> board = Board()
 >>> token = board.place(board.cell((0, 0)), 4)
@@ -22,27 +29,76 @@ disagreement between this module and the engine could not go unnoticed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from functools import cache, lru_cache
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
 
 from engine.game import Position
 from engine.rules import Adjacency, Ruleset
 
+#: Ranks run from 1 (Ace) to this (Ten).
+TOP_RANK = 10
+
 #: What :meth:`Board.place` returns and :meth:`Board.undo` takes back: the cell, its
-#: previous rank, face and height, the previous box, face-down and pile counts, and the
-#: cells whose top card flipped.
-UndoToken = tuple[int, int, int, int, int, int, int, int, int, int, tuple[int, ...]]
+#: previous rank and height, the masks and the box before the placement.
+UndoToken = tuple[int, int, int, int, int, int, tuple[int, int, int, int]]
+
+Box = tuple[int, int, int, int]
+"""The occupied box in cell coordinates: ``(row_min, row_max, col_min, col_max)``."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Layout:
-    """Index arithmetic for one ruleset's cells, shared by every board with that ruleset."""
+    """Masks for one ruleset's cells, shared by every board with that ruleset."""
 
     size: int
     offset: int
     width: int
-    neighbours: tuple[tuple[int, ...], ...]
+    cells: int
+    """How many cells the layout has (``width²``): the bits of a mask."""
+    diagonal: bool
+    """Whether diagonal neighbours may take a new pile (``adjacency = "any"``)."""
+    row_others: tuple[int, ...]
+    """For each cell, the other cells of its row."""
+    col_others: tuple[int, ...]
+    """For each cell, the other cells of its column."""
+    row_masks: tuple[int, ...]
+    """Every cell of each row of the layout, top row first."""
+    col_masks: tuple[int, ...]
+    """Every cell of each column, left column first."""
+    everything: int
+    not_first_col: int
+    not_last_col: int
+    regions: dict[Box, int] = field(default_factory=dict)
+    triggers: dict[int, int | None] = field(default_factory=dict)
+    """:func:`mask_triggers` answers already found, by ``(occupied, down)``."""
+
+    @property
+    def centre(self) -> int:
+        """The cell of position ``(0, 0)``, where the first card goes."""
+        return self.offset * self.width + self.offset
+
+    def neighbours(self, occupied: int) -> int:
+        """Cells next to a pile of ``occupied``, by the ruleset's adjacency."""
+        width = self.width
+        sideways = ((occupied >> 1) & self.not_last_col) | ((occupied << 1) & self.not_first_col)
+        if self.diagonal:
+            sideways |= occupied
+            return (sideways | (sideways >> width) | (sideways << width)) & self.everything
+        return (sideways | (occupied >> width) | (occupied << width)) & self.everything
+
+    def region(self, box: Box) -> int:
+        """The cells a new pile may take while the piles span ``box``: every cell that
+        keeps the box within ``size`` x ``size``."""
+        known = self.regions.get(box)
+        if known is None:
+            row_min, row_max, col_min, col_max = box
+            width, span = self.width, self.size - 1
+            rows = range(max(0, row_max - span), min(width - 1, row_min + span) + 1)
+            cols = range(max(0, col_max - span), min(width - 1, col_min + span) + 1)
+            known = sum(1 << (row * width + col) for row in rows for col in cols)
+            self.regions[box] = known
+        return known
 
 
 @cache
@@ -50,42 +106,54 @@ def layout(size: int, adjacency: Adjacency) -> Layout:
     """The cell layout for a grid of ``size`` and an adjacency rule (cached)."""
     offset = size - 1
     width = 2 * size - 1
-    steps: tuple[tuple[int, int], ...]
-    if adjacency is Adjacency.EDGE:
-        steps = ((-1, 0), (0, -1), (0, 1), (1, 0))
-    else:
-        steps = tuple((dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if dr or dc)
-    cells = range(width * width)
-    neighbours = tuple(
-        tuple(
-            (row + dr) * width + col + dc
-            for dr, dc in steps
-            if 0 <= row + dr < width and 0 <= col + dc < width
-        )
-        for row, col in (divmod(cell, width) for cell in cells)
+    count = width * width
+    row_others = tuple(
+        sum(1 << (cell - cell % width + col) for col in range(width)) & ~(1 << cell)
+        for cell in range(count)
     )
-    return Layout(size, offset, width, neighbours)
+    col_others = tuple(
+        sum(1 << (cell % width + width * row) for row in range(width)) & ~(1 << cell)
+        for cell in range(count)
+    )
+    everything = (1 << count) - 1
+    first_col = sum(1 << (width * row) for row in range(width))
+    last_col = first_col << (width - 1)
+    return Layout(
+        size,
+        offset,
+        width,
+        count,
+        adjacency is Adjacency.ANY,
+        row_others,
+        col_others,
+        tuple(((1 << width) - 1) << (row * width) for row in range(width)),
+        tuple(first_col << col for col in range(width)),
+        everything,
+        everything & ~first_col,
+        everything & ~last_col,
+    )
 
 
 class Board:
-    """The piles of one game as ranks, faces and heights, with place and undo.
+    """The piles of one game as masks, ranks and heights, with place and undo.
 
-    Attributes are public for speed-critical readers (search evaluations); only
-    :meth:`place` and :meth:`undo` change them.
+    Attributes are public for speed-critical readers (search); only :meth:`place` and
+    :meth:`undo` change them.
     """
 
     __slots__ = (
+        "at_most",
         "box",
         "capacity",
-        "face_down",
+        "down",
+        "full",
         "grid_size",
         "height",
         "layout",
         "limit",
-        "piles",
+        "occupied",
         "rank",
         "rules",
-        "up",
     )
 
     def __init__(self, rules: Ruleset = Ruleset()) -> None:
@@ -98,14 +166,14 @@ class Board:
         cells = self.layout.width**2
         self.rank = [0] * cells
         """Top rank of each cell, 0 where there is no pile."""
-        self.up = [1] * cells
-        """1 where the top card is face up (or there is no pile), 0 where face down."""
         self.height = [0] * cells
-        self.piles = 0
-        self.face_down = 0
+        self.occupied = 0
+        self.down = 0
+        self.full = 0
+        self.at_most = [0] * (TOP_RANK + 1)
+        """``at_most[k]``: the piles whose top rank is at most ``k`` (``at_most[0]`` is 0)."""
         centre = self.layout.offset
-        # The occupied box in cell coordinates: [row_min, row_max, col_min, col_max].
-        self.box = [centre, centre, centre, centre]
+        self.box: Box = (centre, centre, centre, centre)
 
     @classmethod
     def replayed(
@@ -143,140 +211,126 @@ class Board:
 
     # ---------------------------------------------------------------- reading
 
+    @property
+    def piles(self) -> int:
+        """How many piles are on the board."""
+        return self.occupied.bit_count()
+
+    @property
+    def face_down(self) -> int:
+        """How many top cards are face down."""
+        return self.down.bit_count()
+
+    def target_mask(self) -> int:
+        """The cells the next card may go to, as a mask."""
+        occupied, geo = self.occupied, self.layout
+        if not occupied:
+            return 1 << geo.centre
+        free = geo.neighbours(occupied) & ~occupied & geo.region(self.box)
+        return free | (occupied & ~self.full)
+
     def targets(self) -> list[int]:
-        """The cells the next card may go to (same order as the engine's sorted positions)."""
-        geo = self.layout
-        if not self.piles:
-            return [geo.offset * geo.width + geo.offset]
-        height, neighbours, width = self.height, geo.neighbours, geo.width
-        capacity, span = self.capacity, geo.size - 1
-        row_min, row_max, col_min, col_max = self.box
-        targets = []
-        for row in range(row_max - span, row_min + span + 1):
-            base = row * width
-            for cell in range(base + col_max - span, base + col_min + span + 1):
-                pile_height = height[cell]
-                if pile_height:
-                    if pile_height < capacity:
-                        targets.append(cell)
-                else:
-                    for n in neighbours[cell]:
-                        if height[n]:
-                            targets.append(cell)
-                            break
-        return targets
+        """The cells the next card may go to, in the engine's order (reading order)."""
+        return cells_of(self.target_mask())
 
     def is_target(self, cell: int) -> bool:
-        """Whether the next card may go to ``cell`` (the rules of :meth:`targets`, for one cell)."""
-        height = self.height
-        if not self.piles:
-            return cell == self.layout.offset * (self.layout.width + 1)
-        if height[cell]:
-            return height[cell] < self.capacity
-        if not any(height[n] for n in self.layout.neighbours[cell]):
-            return False
-        row, col = divmod(cell, self.layout.width)
-        row_min, row_max, col_min, col_max = self.box
-        size = self.grid_size
-        return max(row_max, row) - min(row_min, row) < size and (
-            max(col_max, col) - min(col_min, col) < size
-        )
+        """Whether the next card may go to ``cell``."""
+        return bool(self.target_mask() >> cell & 1)
 
     def lost(self) -> bool:
         """Too many face-down top cards."""
-        return self.face_down > self.limit
+        return self.down.bit_count() > self.limit
 
     def won(self) -> bool:
         """A full grid, every top card face up."""
-        return self.piles == self.grid_size * self.grid_size and not self.face_down
+        return not self.down and self.occupied.bit_count() == self.grid_size**2
 
-    def occupied(self) -> list[int]:
+    def pile_cells(self) -> list[int]:
         """The cells holding a pile, in reading order."""
-        height, width = self.height, self.layout.width
-        row_min, row_max, col_min, col_max = self.box
-        return [
-            cell
-            for row in range(row_min, row_max + 1)
-            for cell in range(row * width + col_min, row * width + col_max + 1)
-            if height[cell]
-        ]
+        return cells_of(self.occupied)
+
+    def face_up_ranks(self) -> set[int]:
+        """The ranks of the face-up tops."""
+        face_up, at_most = self.occupied & ~self.down, self.at_most
+        return {
+            rank
+            for rank in range(1, TOP_RANK + 1)
+            if face_up & at_most[rank] & ~at_most[rank - 1]
+        }
+
+    def flips(self, cell: int, rank: int) -> int:
+        """The piles whose top would turn over if a card of ``rank`` went on ``cell``.
+
+        The flip rule: a card triggers its row (then its column) unless some other
+        face-up top there ranks at most the card and some ranks at least the card, that
+        is, unless the card is neither above nor below every face-up rank (ties do not
+        trigger; with no face-up top the line always triggers). A triggered line's other
+        piles all turn over. The row and the column share only ``cell``, so their order
+        does not matter.
+        """
+        occupied, down, geo = self.occupied, self.down, self.layout
+        not_above, below = self.at_most[rank], self.at_most[rank - 1]
+        flipped = 0
+        others = occupied & geo.row_others[cell]
+        if others:
+            face_up = others & ~down
+            if not (face_up & not_above and face_up & ~below):
+                flipped = others
+        others = occupied & geo.col_others[cell]
+        if others:
+            face_up = others & ~down
+            if not (face_up & not_above and face_up & ~below):
+                flipped |= others
+        return flipped
+
+    def after(self, cell: int, rank: int) -> tuple[int, int, int]:
+        """The ``(occupied, down, full)`` masks after placing ``rank`` on ``cell``,
+        leaving the board as it is."""
+        bit = 1 << cell
+        full = self.full
+        if self.height[cell] + 1 >= self.capacity:
+            full |= bit
+        return self.occupied | bit, (self.down & ~bit) ^ self.flips(cell, rank), full
 
     # --------------------------------------------------------------- changing
 
-    def place(self, cell: int, rank: int) -> UndoToken:
+    def place(self, cell: int, rank: int, flipped: int | None = None) -> UndoToken:
         """Put a card of ``rank`` on ``cell`` (a legal target) and apply the flips.
 
         Returns the token that :meth:`undo` needs. Does not check legality: search
-        only ever places on :meth:`targets`.
+        only ever places on :meth:`targets`. A search that has just asked
+        :meth:`flips` for this placement may pass its answer as ``flipped``.
         """
-        height, ranks, up, box = self.height, self.rank, self.up, self.box
-        old_height, old_rank, old_up = height[cell], ranks[cell], up[cell]
-        row_min, row_max, col_min, col_max = box
-        down_before, piles_before = self.face_down, self.piles
-        down = down_before
-        width = self.layout.width
-        row, col = divmod(cell, width)
+        old_rank, old_height, box = self.rank[cell], self.height[cell], self.box
+        token = (cell, old_rank, old_height, self.occupied, self.down, self.full, box)
+        bit = 1 << cell
+        if flipped is None:
+            flipped = self.flips(cell, rank)
+        self.down = (self.down & ~bit) ^ flipped
+        self.occupied |= bit
+        if old_height + 1 >= self.capacity:
+            self.full |= bit
+        self.height[cell] = old_height + 1
+        self.rank[cell] = rank
+        at_most = self.at_most
+        for changed in _RANKS_BETWEEN[old_rank][rank]:
+            at_most[changed] ^= bit
         if not old_height:
-            self.piles = piles_before + 1
-            if row < row_min:
-                box[0] = row
-            elif row > row_max:
-                box[1] = row
-            if col < col_min:
-                box[2] = col
-            elif col > col_max:
-                box[3] = col
-        elif not old_up:
-            down -= 1
-        height[cell] = old_height + 1
-        ranks[cell] = rank
-        up[cell] = 1
-        flipped: list[int] = []
-        # Every pile lies inside the box, so the row and the column are scanned only there.
-        row_start = row * width
-        for line in (
-            range(row_start + box[2], row_start + box[3] + 1),
-            range(box[0] * width + col, box[1] * width + col + 1, width),
-        ):
-            lowest, highest = 11, 0  # of the face-up ranks; highest 0: none face up
-            others = []
-            for other in line:
-                if height[other] and other != cell:
-                    others.append(other)
-                    if up[other]:
-                        other_rank = ranks[other]
-                        if other_rank < lowest:
-                            lowest = other_rank
-                        if other_rank > highest:
-                            highest = other_rank
-            if not others or (highest and lowest <= rank <= highest):
-                continue
-            for other in others:
-                if up[other]:
-                    up[other] = 0
-                    down += 1
-                else:
-                    up[other] = 1
-                    down -= 1
-            flipped.extend(others)
-        self.face_down = down
-        return (
-            cell, old_rank, old_up, old_height, row_min, row_max, col_min, col_max,
-            down_before, piles_before, tuple(flipped),
-        )
+            row, col = divmod(cell, self.layout.width)
+            row_min, row_max, col_min, col_max = box
+            if row < row_min or row > row_max or col < col_min or col > col_max:
+                self.box = (
+                    min(row_min, row), max(row_max, row), min(col_min, col), max(col_max, col)
+                )
+        return token
 
     def undo(self, token: UndoToken) -> None:
         """Take back the :meth:`place` that returned ``token`` (the most recent one)."""
-        cell, old_rank, old_up, old_height, row_min, row_max, col_min, col_max = token[:8]
-        up = self.up
-        for other in token[10]:
-            up[other] ^= 1
+        cell, old_rank, self.height[cell], self.occupied, self.down, self.full, self.box = token
+        at_most, bit = self.at_most, 1 << cell
+        for changed in _RANKS_BETWEEN[self.rank[cell]][old_rank]:
+            at_most[changed] ^= bit
         self.rank[cell] = old_rank
-        up[cell] = old_up
-        self.height[cell] = old_height
-        self.box[:] = (row_min, row_max, col_min, col_max)
-        self.face_down = token[8]
-        self.piles = token[9]
 
     def copy(self) -> Board:
         """An independent copy."""
@@ -287,17 +341,40 @@ class Board:
         clone.capacity = self.capacity
         clone.limit = self.limit
         clone.rank = self.rank[:]
-        clone.up = self.up[:]
         clone.height = self.height[:]
-        clone.piles = self.piles
-        clone.face_down = self.face_down
-        clone.box = self.box[:]
+        clone.occupied = self.occupied
+        clone.down = self.down
+        clone.full = self.full
+        clone.at_most = self.at_most[:]
+        clone.box = self.box
         return clone
 
 
-def positions_of(board: Board, cells: Sequence[int]) -> list[Position]:
-    """Engine positions for a sequence of cells of ``board``."""
-    return [board.position(cell) for cell in cells]
+def _ranks_between(old: int, new: int) -> tuple[int, ...]:
+    """The entries of ``at_most`` that a top changing from rank ``old`` to ``new`` (0:
+    no pile) enters or leaves: a top is in ``at_most[k]`` for ``k`` from its rank up, so
+    the change toggles it from the lower rank to below the higher, which makes the same
+    toggles undo it."""
+    old, new = old or TOP_RANK + 1, new or TOP_RANK + 1
+    return tuple(range(min(old, new), max(old, new)))
+
+
+_RANKS_BETWEEN = tuple(
+    tuple(_ranks_between(old, new) for new in range(TOP_RANK + 1)) for old in range(TOP_RANK + 1)
+)
+
+
+def cells_of(mask: int) -> list[int]:
+    """The cells of ``mask``, lowest (first in reading order) first."""
+    cells = []
+    while mask:
+        low = mask & -mask
+        cells.append(low.bit_length() - 1)
+        mask ^= low
+    return cells
+
+
+# ------------------------------------------------------------- the parity bound
 
 
 def repairable(board: Board) -> bool:
@@ -309,61 +386,63 @@ def repairable(board: Board) -> bool:
     piles) takes no more cards, so its bit is 0. When no such bits exist, at least one
     more card must be stacked: the par solver uses this as a bound, the bots as a hint.
     """
-    return not board.face_down or triggers_needed(board) is not None
+    return not board.down or triggers_needed(board) is not None
 
 
 def triggers_needed(board: Board) -> int | None:
     """The fewest row and column triggers that would turn every face-down top up
     (see :func:`repairable`), or ``None`` if triggers alone cannot do it."""
-    if not board.face_down:
+    if not board.down:
         return 0
-    width, height, up = board.layout.width, board.height, board.up
-    row_min, row_max, col_min, col_max = board.box
-    occupied_masks, down_masks = [], []
-    for col in range(col_min, col_max + 1):
-        occupied = down = 0
-        bit = 1
-        for cell in range(row_min * width + col, row_max * width + col + 1, width):
-            if height[cell]:
-                occupied |= bit
-                if not up[cell]:
-                    down |= bit
-            bit <<= 1
-        occupied_masks.append(occupied)
-        down_masks.append(down)
-    return pattern_triggers(tuple(occupied_masks), tuple(down_masks), board.grid_size)
+    return mask_triggers(board.layout, board.occupied, board.down)
 
 
-@lru_cache(maxsize=1 << 17)
-def pattern_triggers(
-    occupied: tuple[int, ...], down: tuple[int, ...], size: int
-) -> int | None:
-    """:func:`triggers_needed` on column masks: bit ``r`` of ``occupied[c]`` is a pile at
-    row ``r``.
+#: :func:`mask_triggers` answers a layout keeps before it forgets them (tens of MB).
+_TRIGGERS_KEPT = 1 << 20
 
-    Tries every choice of row bits (full rows held at 0); each column must then see the
-    same face on all its piles, face down being allowed only if the column is not full
-    (and then costing a column trigger).
+#: No answer yet in a layout's ``triggers`` (``None`` is an answer there).
+_UNKNOWN = -1
+
+
+def mask_triggers(geo: Layout, occupied: int, down: int) -> int | None:
+    """:func:`triggers_needed` from the masks (remembered in ``geo``).
+
+    Tries every choice of row bits for the rows holding piles (full rows held at 0);
+    each column must then see the same face on all its piles, face down being allowed
+    only if the column is not full (and then costing a column trigger).
     """
-    rows = max(occupied).bit_length()
-    full_rows = 0
-    for row in range(rows):
-        if sum((mask >> row) & 1 for mask in occupied) == size:
-            full_rows |= 1 << row
-    columns = [(mask, down_mask, mask.bit_count() == size)
-               for mask, down_mask in zip(occupied, down, strict=True)]
+    if not down:
+        return 0
+    key = (occupied << geo.cells) | down
+    known = geo.triggers.get(key, _UNKNOWN)
+    if known != _UNKNOWN:
+        return known
+    size = geo.size
+    row_piles = [occupied & mask for mask in geo.row_masks]
+    col_piles = [occupied & mask for mask in geo.col_masks]
+    rows = [(mask, mask.bit_count() == size) for mask in row_piles if mask]
+    cols = [(mask, mask.bit_count() == size) for mask in col_piles if mask]
     fewest: int | None = None
-    for row_bits in range(1 << rows):
-        if row_bits & full_rows:
-            continue
-        needed = row_bits.bit_count()
-        for mask, down_mask, full in columns:
-            faces = (down_mask ^ row_bits) & mask
-            if faces:
-                if faces != mask or full:
+    for choice in range(1 << len(rows)):
+        flipped = needed = 0
+        for index, (mask, full) in enumerate(rows):
+            if choice >> index & 1:
+                if full:
                     break
+                flipped |= mask
                 needed += 1
         else:
-            if fewest is None or needed < fewest:
-                fewest = needed
+            faces = down ^ flipped
+            for mask, full in cols:
+                in_column = faces & mask
+                if in_column:
+                    if in_column != mask or full:
+                        break
+                    needed += 1
+            else:
+                if fewest is None or needed < fewest:
+                    fewest = needed
+    if len(geo.triggers) >= _TRIGGERS_KEPT:
+        geo.triggers.clear()
+    geo.triggers[key] = fewest
     return fewest

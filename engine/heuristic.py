@@ -13,16 +13,18 @@ leaves of a look-ahead (expectimax) want different weights: :data:`TUNED` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 
-from engine.board import Board, triggers_needed
+from engine.board import TOP_RANK, Board, Layout, layout, mask_triggers, triggers_needed
+from engine.rules import Ruleset
 
 #: Beyond any heuristic value: a won position scores this plus the cards left.
 WIN = 1000.0
 LOSS = -1000.0
 
-#: Ranks run from 1 (Ace) to this (Ten).
-_TOP_RANK = 10
+#: Scored mask triples a :class:`ValueTable` keeps before it is emptied (a few tens of MB).
+_TABLE_LIMIT = 400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,19 +61,21 @@ LOOKAHEAD = Weights(
 
 def evaluate(board: Board, cards_left: int, weights: Weights = TUNED) -> float:
     """The value of ``board`` with ``cards_left`` cards still to come (higher is better)."""
-    if board.face_down > board.limit:
+    face_down = board.down.bit_count()
+    if face_down > board.limit:
         return LOSS
-    if board.face_down == 0 and board.piles == board.grid_size * board.grid_size:
+    piles = board.occupied.bit_count()
+    if face_down == 0 and piles == board.grid_size * board.grid_size:
         return WIN + cards_left
     if cards_left == 0:
         return LOSS
     return combine(
         weights,
-        board.piles,
-        board.face_down,
+        piles,
+        face_down,
         board.limit,
-        triggers_needed(board) if board.face_down else 0,
-        _buried(board) if board.face_down else 0,
+        triggers_needed(board) if face_down else 0,
+        (board.down & board.full).bit_count(),
         exposure(board) if weights.exposure else 0.0,
     )
 
@@ -89,8 +93,8 @@ def combine(
 
     ``needed`` is :func:`~engine.board.triggers_needed` (``None``: not repairable) and
     ``buried`` the face-down tops on full piles, ``exposed`` the line exposure
-    (:func:`exposure`). Shared with the look-ahead's bitmask board, so both score
-    positions alike.
+    (:func:`exposure`). Shared with :class:`ValueTable`, so that a look-ahead scores
+    positions as :func:`evaluate` does.
     """
     value = weights.pile * piles - weights.face_down * face_down
     if exposed:
@@ -104,11 +108,6 @@ def combine(
     return value + weights.unfinished
 
 
-def _buried(board: Board) -> int:
-    """Face-down tops on full piles: nothing can cover them any more."""
-    capacity, height, up = board.capacity, board.height, board.up
-    return sum(1 for cell in board.occupied() if not up[cell] and height[cell] >= capacity)
-
 def exposure(board: Board) -> float:
     """How many tops a trigger is expected to turn face down, summed over the lines.
 
@@ -117,25 +116,79 @@ def exposure(board: Board) -> float:
     none is face up), times its face-up tops less its face-down ones. A line whose face-up
     ranks span the deck is safe; a line of one face-up rank flips on almost any card.
     """
-    width, height, up, ranks = board.layout.width, board.height, board.up, board.rank
+    geo = board.layout
+    occupied, down, at_most = board.occupied, board.down, board.at_most
     row_min, row_max, col_min, col_max = board.box
-    rows = [range(row * width + col_min, row * width + col_max + 1)
-            for row in range(row_min, row_max + 1)]
-    cols = [range(row_min * width + col, row_max * width + col + 1, width)
-            for col in range(col_min, col_max + 1)]
+    width = geo.width
+    lines = [occupied & (geo.row_others[row * width] | 1 << (row * width))
+             for row in range(row_min, row_max + 1)]
+    lines += [occupied & (geo.col_others[col] | 1 << col) for col in range(col_min, col_max + 1)]
     total = 0.0
-    for line in rows + cols:
-        lowest, highest, face_up, face_down = 11, 0, 0, 0
-        for cell in line:
-            if height[cell]:
-                if up[cell]:
-                    face_up += 1
-                    lowest = min(lowest, ranks[cell])
-                    highest = max(highest, ranks[cell])
-                else:
-                    face_down += 1
-        if face_up + face_down < 2:
-            continue
-        chance = (lowest - 1 + _TOP_RANK - highest) / _TOP_RANK if face_up else 1.0
-        total += chance * (face_up - face_down)
+    for line in lines:
+        if line & (line - 1) == 0:
+            continue  # fewer than two piles
+        face_up = line & ~down
+        face_up_count = face_up.bit_count()
+        face_down_count = line.bit_count() - face_up_count
+        if face_up:
+            lowest = next(rank for rank in range(1, TOP_RANK + 1) if face_up & at_most[rank])
+            highest = next(
+                rank for rank in range(TOP_RANK, 0, -1) if face_up & ~at_most[rank - 1]
+            )
+            chance = (lowest - 1 + TOP_RANK - highest) / TOP_RANK
+        else:
+            chance = 1.0
+        total += chance * (face_up_count - face_down_count)
     return total
+
+
+@dataclass(slots=True)
+class ValueTable:
+    """:func:`evaluate` without the line exposure, from a position's masks, remembered.
+
+    A look-ahead scores the same few masks over and over within a move (and from move to
+    move): ``(occupied, down, full)`` decide the value, the ranks do not (the exposure is
+    the only term that reads them, so the table refuses weights that use it).
+    """
+
+    rules: Ruleset
+    weights: Weights
+    layout: Layout
+    values: dict[int, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.weights.exposure:
+            raise ValueError("a value table cannot use the line exposure (it needs ranks)")
+
+    def value(self, occupied: int, down: int, full: int, cards_left: int) -> float:
+        """The value of the position with these masks, ``cards_left`` cards still to come."""
+        face_down = down.bit_count()
+        rules = self.rules
+        if face_down > rules.face_down_limit:
+            return LOSS
+        if not face_down and occupied.bit_count() == rules.grid_size**2:
+            return WIN + cards_left
+        if not cards_left:
+            return LOSS
+        cells = len(self.layout.row_others)
+        key = (((occupied << cells) | down) << cells) | full
+        known = self.values.get(key)
+        if known is None:
+            if len(self.values) >= _TABLE_LIMIT:
+                self.values.clear()
+            known = combine(
+                self.weights,
+                occupied.bit_count(),
+                face_down,
+                rules.face_down_limit,
+                mask_triggers(self.layout, occupied, down),
+                (down & full).bit_count(),
+            )
+            self.values[key] = known
+        return known
+
+
+@cache
+def value_table(rules: Ruleset, weights: Weights) -> ValueTable:
+    """The value table for ``rules`` and ``weights`` (one per pair, shared by every bot)."""
+    return ValueTable(rules, weights, layout(rules.grid_size, rules.adjacency))

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from engine.board import Board, repairable
+from engine.board import Board, mask_triggers
 from engine.cards import Card, deal
 from engine.game import Game, Position, Status
 from engine.heuristic import LOSS, WIN, evaluate
@@ -49,7 +49,8 @@ class Par:
     ``score`` is the best score of a winning line found (``None`` if none was found) and
     ``moves`` that line, replayed through the engine. ``proven`` says the search finished:
     the score is then the deal's par, or with ``score`` ``None`` the deal is unwinnable.
-    Otherwise the budget ran out and ``score`` is only a lower bound.
+    Otherwise the budget ran out and the par lies between ``score`` (a lower bound) and
+    ``at_most`` (an upper bound, proven by the passes that failed).
     """
 
     score: int | None
@@ -59,6 +60,10 @@ class Par:
     seconds: float
     first_line_seconds: float | None = None
     """When the first winning line was found, in seconds from the start (``None``: never)."""
+    at_most: int | None = None
+    """The best score any line could reach, proven: ``score`` itself once proven, and
+    ``None`` when no line can win at all (every deal's par is at most ``stock - grid_size²``,
+    and each search pass that fails proves it one lower)."""
 
     @property
     def winnable(self) -> bool | None:
@@ -69,7 +74,7 @@ class Par:
 
 
 class _OutOfTime(Exception):
-    """The search's time budget is spent."""
+    """The search's budget (its time, or its nodes) is spent."""
 
 
 class _OutOfNodes(Exception):
@@ -98,13 +103,16 @@ class _Search:
         # Canonical position -> the largest card budget it is known to fail with.
         self.failed: dict[bytes, int] = {}
         self.symmetries = _symmetries(rules.grid_size)
-        self.node_limit: int | None = None
-        self.tight = TightSearch(rules, ranks, self.tick)
+        self.node_limit: float = float("inf")
+        """Nodes allowed to the pass under way (:class:`_OutOfNodes` past them)."""
+        self.node_budget: float = float("inf")
+        """Nodes allowed to the whole search (:class:`_OutOfTime` past them)."""
+        self.tight = TightSearch(self.board, ranks, self.tick)
 
     def win_within(self, cards: int) -> bool:
         """Search for a win using at most ``cards`` cards; on success ``line`` holds it."""
         # A fresh board: a pass stopped by a limit leaves its board mid-line.
-        self.board = Board(self.board.rules)
+        self.board = self.tight.board = Board(self.board.rules)
         self.line.clear()
         cards = min(cards, len(self.ranks))
         return cards >= self.goal_piles and self._search(0, cards)
@@ -123,32 +131,32 @@ class _Search:
             return False
         goal = self.goal_piles
         remaining = limit - placed
-        if goal - board.piles == remaining:
-            # No card to spare: the bitboard endgame search takes over.
-            cells = self.tight.solve_from(board, placed)
+        if goal - board.occupied.bit_count() == remaining:
+            # No card to spare: the endgame search takes over.
+            cells = self.tight.solve_from(placed)
             if cells is not None:
                 self.line.extend(cells)
                 return True
             self.failed[key] = limit
             return False
         rank = self.ranks[placed]
-        limit_down = board.limit
+        limit_down, geo, after = board.limit, board.layout, board.after
         children: list[tuple[int, int, int]] = []
         for cell in board.targets():
-            token = board.place(cell, rank)
-            down = board.face_down
-            if down <= limit_down:
-                piles = board.piles
+            occupied, down, _ = after(cell, rank)
+            face_down = down.bit_count()
+            if face_down <= limit_down:
+                piles = occupied.bit_count()
                 if not down and piles == goal:
-                    board.undo(token)
                     self.line.append(cell)
                     return True
                 # The child's bound: as many cards left as empty cells means no stacking,
                 # so its face-down pattern must be repairable by triggers alone.
                 spare = remaining - 1 - (goal - piles)
-                if spare > 0 or (spare == 0 and repairable(board)):
-                    children.append((down, -piles, cell))
-            board.undo(token)
+                if spare > 0 or (
+                    spare == 0 and (not down or mask_triggers(geo, occupied, down) is not None)
+                ):
+                    children.append((face_down, -piles, cell))
         children.sort()
         line = self.line
         for _, _, cell in children:
@@ -167,14 +175,16 @@ class _Search:
         self.nodes += 1
         if not self.nodes % _CLOCK_EVERY and self.clock() > self.deadline:
             raise _OutOfTime
-        if self.node_limit is not None and self.nodes >= self.node_limit:
+        if self.nodes >= self.node_limit:
             raise _OutOfNodes
+        if self.nodes >= self.node_budget:
+            raise _OutOfTime
 
 
 def _canonical_key(board: Board, symmetries: _Symmetries) -> bytes:
     """The position up to translation and the eight symmetries, on ranks only."""
     size, width = board.grid_size, board.layout.width
-    height, ranks, up = board.height, board.rank, board.up
+    height, ranks, down = board.height, board.rank, board.down
     row_min, row_max, col_min, col_max = board.box
     codes = [0] * (size * size + 1)  # the last entry stays 0: "outside the box"
     index = 0
@@ -183,7 +193,7 @@ def _canonical_key(board: Board, symmetries: _Symmetries) -> bytes:
         slot = index
         for cell in range(base + col_min, base + col_max + 1):
             if height[cell]:
-                codes[slot] = ranks[cell] + 10 * (up[cell] + 2 * height[cell])
+                codes[slot] = ranks[cell] + 10 * ((~down >> cell & 1) + 2 * height[cell])
             slot += 1
         index += size
     return min(
@@ -230,27 +240,35 @@ def solve(
     budget: float | None = None,
     clock: Clock = time.perf_counter,
     prove: bool = True,
+    nodes: int | None = None,
 ) -> Par:
     """The par of the deal ``stock`` (top first) under ``rules``, within ``budget`` seconds.
 
     With ``prove=False`` the search stops at the first winning line (it is then proven
-    only if that line happens to use the fewest cards possible).
+    only if that line happens to use the fewest cards possible). ``nodes`` caps the
+    positions visited as well as the time: a budget that does not depend on the machine.
+
 
     First a beam search finds a good line quickly (an upper bound on the cards needed);
     then the depth-first search tries the fewest cards possible, ``grid_size²``, which
-    most deals need, and otherwise closes in from the line found, one card fewer at a
-    time, until a pass fails: that failure proves the last line optimal. With no budget
-    the search runs until it proves the par (or that there is no win). The returned line
-    has been replayed through the engine.
+    most deals need, and otherwise one card more at a time until a pass finds a line or
+    reaches the beam's: each pass that fails proves the par one lower (``at_most``), so a
+    search out of time still reports a proven range. With no budget the search runs until
+    it proves the par (or that there is no win). The returned line has been replayed
+    through the engine.
     """
     start = clock()
     deadline = float("inf") if budget is None else start + budget
     ranks = [card.rank for card in stock]
     search = _Search(ranks, rules, deadline, clock)
+    if nodes is not None:
+        search.node_budget = nodes
     fewest = rules.grid_size**2
     best: list[int] = []
     first_found: float | None = None
     proven = False
+    # No win uses this many cards or fewer (a grid needs grid_size² piles).
+    ruled_out = fewest - 1
 
     def keep(line: list[int]) -> None:
         nonlocal best, first_found
@@ -268,7 +286,7 @@ def solve(
                 proven = True
         except _OutOfNodes:
             pass
-        search.node_limit = None
+        search.node_limit = float("inf")
         if not proven:
             line, width = beam_line(ranks, rules, search)
             keep(line)
@@ -284,22 +302,31 @@ def solve(
                 proven = not search.win_within(len(ranks))
                 keep(search.line)
         elif not proven:
-            if search.win_within(fewest):
-                keep(search.line)
-            else:
-                # Close in from above: each success shortens the line, the first
-                # failure proves the last line optimal (or, with no line, no win).
-                cards = (len(best) if best else len(ranks) + 1) - 1
-                while cards > fewest and search.win_within(cards):
+            # Climb from the fewest cards: the first pass that wins is optimal, since every
+            # pass before it failed; and each failure lowers the proven upper bound.
+            cards = fewest
+            while cards <= len(ranks) and (not best or cards < len(best)):
+                if search.win_within(cards):
                     keep(search.line)
-                    cards = len(best) - 1
+                    break
+                ruled_out = cards
+                cards += 1
             proven = True
     except _OutOfTime:
         pass
     positions = tuple(search.board.position(cell) for cell in best)
     score = _checked_score(stock, rules, positions) if best else None
     first_seconds = None if first_found is None else first_found - start
-    return Par(score, positions, proven, search.nodes, clock() - start, first_seconds)
+    at_most = score if proven else len(ranks) - ruled_out - 1
+    return Par(
+        score,
+        positions,
+        proven,
+        search.nodes,
+        clock() - start,
+        first_seconds,
+        at_most if at_most is not None and at_most >= 0 else None,
+    )
 
 
 #: How many positions the beam keeps at each card: a narrow beam finds a first line in

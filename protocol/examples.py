@@ -221,7 +221,7 @@ EXAMPLES: dict[str, Message] = {
             started_at=_T0 + 4_000,
             ended_at=_T0 + 90_000,
         ),
-        RacePar(race="r-8f3a", score=24, proven=True, cards_used=16),
+        RacePar(race="r-8f3a", score=24, proven=True, cards_used=16, at_most=24),
         RaceList(
             races=(
                 RaceSummary(

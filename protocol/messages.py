@@ -746,6 +746,9 @@ class RacePar:
     """True when ``score`` is proven the best possible; otherwise it is a lower bound."""
     cards_used: int | None = None
     """How many cards the par line places; ``None`` when no winning line was found."""
+    at_most: int | None = None
+    """When not ``proven``: the best score any line could reach, proven (the par lies
+    between ``score`` and this); ``None`` when unknown. Equal to ``score`` when proven."""
     reply_to: int | None = None
 
 
@@ -864,6 +867,7 @@ register(
     score=SCORE,
     proven=Bool(),
     cards_used=Optional(CARDS_40),
+    at_most=SCORE,
     reply_to=REQUEST_ID,
 )
 register(RaceList, races=Array(Struct(RaceSummary), MAX_RACERS), reply_to=REQUEST_ID)

@@ -120,6 +120,7 @@ class ParQueue:
                             score=found.score,
                             proven=found.proven,
                             cards_used=found.cards_used,
+                            at_most=found.at_most,
                         )
                     )
         finally:

@@ -50,6 +50,8 @@ class ParFound:
     proven: bool
     cards_used: int | None
     """How many cards the par line places; ``None`` when no winning line was found."""
+    at_most: int | None = None
+    """The best score any line could reach, proven (see ``Par.at_most``)."""
 
 
 class SearchWorkerError(RuntimeError):
@@ -73,7 +75,9 @@ class SearchWorker:
         answer = await self._ask(
             {"search": "par", "seed": seed, "rules": rules.to_dict(), "budget": budget}
         )
-        return ParFound(answer["score"], answer["proven"], answer["cards_used"])
+        return ParFound(
+            answer["score"], answer["proven"], answer["cards_used"], answer.get("at_most")
+        )
 
     async def winnable(
         self, candidates: Sequence[str], rules: Ruleset, budget: float
@@ -173,6 +177,7 @@ def _par(seed: object, rules: Ruleset, budget: float) -> dict[str, object]:
         "score": found.score,
         "proven": found.proven,
         "cards_used": len(found.moves) if found.score is not None else None,
+        "at_most": found.at_most,
     }
 
 

@@ -7,8 +7,9 @@ placement of that card, and so on for three plies, scoring the leaves with the
 heuristic's look-ahead weights (:data:`~engine.heuristic.LOOKAHEAD`). What keeps three
 plies within budget in pure Python:
 
-- **A bitmask board** (:mod:`client.bots.masks`): a placement is a few integer
-  operations and a position's value is a table lookup on its masks.
+- **The search board** (:mod:`engine.board`): a placement is a few integer
+  operations, and a position's value a lookup on its masks
+  (:class:`~engine.heuristic.ValueTable`).
 - **The last ply places nothing.** A card's effect on one target depends only on
   whether it triggers the target's row and its column, so each target's (at most) four
   outcomes are scored once and shared by every rank.
@@ -32,10 +33,10 @@ import random
 import time
 from collections.abc import Callable
 
-from client.bots.masks import MaskBoard
 from client.bots.view import RacerView
 from engine import Position
-from engine.heuristic import LOOKAHEAD, WIN, Weights
+from engine.board import Board
+from engine.heuristic import LOOKAHEAD, WIN, ValueTable, Weights, value_table
 
 #: The piles of a full grid of the published size, to check that no position in play can
 #: score as much as a win.
@@ -85,10 +86,12 @@ class ExpectimaxStrategy:
         self.clock = clock
         self.rng = rng if rng is not None else random.Random(seed)
         self._deadline = 0.0
+        self._table: ValueTable | None = None
 
     def choose(self, view: RacerView) -> Position:
         """The placement of ``view.card`` with the best expected value found in time."""
-        board = MaskBoard.from_board(view.board(), self.weights)
+        board = view.board()
+        self._table = value_table(view.rules, self.weights)
         counts = view.unseen_ranks()
         cards_left = view.stock_left()
         rank = view.card.rank
@@ -117,10 +120,11 @@ class ExpectimaxStrategy:
     # ------------------------------------------------------------------ search
 
     def _ranked_targets(
-        self, board: MaskBoard, rank: int, cards_left: int
+        self, board: Board, rank: int, cards_left: int
     ) -> list[tuple[int, float]]:
         """Every target with its static value after placing ``rank``, best first."""
-        value = board.geometry.value
+        assert self._table is not None
+        value = self._table.value
         scored = [(cell, value(*board.after(cell, rank), cards_left)) for cell in board.targets()]
         # Shuffled, then sorted (a stable sort): equal values in the bot's own order, which
         # the deeper plies keep.
@@ -130,7 +134,7 @@ class ExpectimaxStrategy:
 
     def _ranked_at_depth(
         self,
-        board: MaskBoard,
+        board: Board,
         ranked: list[tuple[int, float]],
         rank: int,
         counts: list[int],
@@ -153,18 +157,19 @@ class ExpectimaxStrategy:
             return ranked
         return sorted(scored, key=lambda item: -item[1])
 
-    def _chance(self, board: MaskBoard, counts: list[int], cards_left: int, depth: int) -> float:
+    def _chance(self, board: Board, counts: list[int], cards_left: int, depth: int) -> float:
         """Expected value over the next card's rank, each rank placed at its best target."""
         if self.clock() > self._deadline:
             raise _OutOfTime
+        table = self._table
+        assert table is not None
         face_down = board.down.bit_count()
-        rules = board.geometry.rules
-        if face_down > rules.face_down_limit or cards_left == 0 or (
-            not face_down and board.occupied.bit_count() == rules.grid_size**2
+        if face_down > board.limit or cards_left == 0 or (
+            not face_down and board.occupied.bit_count() == board.grid_size**2
         ):
-            return board.value(cards_left)
+            return table.value(board.occupied, board.down, board.full, cards_left)
         if depth <= 1:
-            return _last_chance(board, counts, cards_left)
+            return _last_chance(board, table, counts, cards_left)
         # Every rank still possible: above the last ply a rank class would be only an
         # approximation, and searching each rank wins more deals for a few ms per move.
         expected = 0.0
@@ -176,7 +181,7 @@ class ExpectimaxStrategy:
         return expected / sum(counts)
 
     def _decide(
-        self, board: MaskBoard, rank: int, counts: list[int], cards_left: int, depth: int
+        self, board: Board, rank: int, counts: list[int], cards_left: int, depth: int
     ) -> float:
         """The best value of placing ``rank`` now, looking ``depth - 1`` further plies."""
         ranked = self._ranked_targets(board, rank, cards_left)
@@ -193,56 +198,44 @@ class ExpectimaxStrategy:
         return best if best > float("-inf") else ranked[0][1]
 
 
-def _last_chance(board: MaskBoard, counts: list[int], cards_left: int) -> float:
+def _last_chance(board: Board, table: ValueTable, counts: list[int], cards_left: int) -> float:
     """The last ply's chance node: the expected value of the next card at its best target.
 
-    No placement is made: each target's row and column flips are read once, and the
-    value of each way the card can trigger them (neither, the row, the column, both) is
-    scored at most once, whatever the number of rank classes sharing it.
+    No placement is made: a card's effect on a target is the set of piles it turns over
+    there (:meth:`Board.flips`), and each target's value is looked up once per such set,
+    whatever the number of rank classes sharing it.
     """
-    value = board.geometry.value
+    value, flips = table.value, board.flips
     occupied, down, full, height = board.occupied, board.down, board.full, board.height
-    capacity = board.geometry.rules.pile_capacity
+    capacity = board.capacity
     cards_after = cards_left - 1
-    # Per target: its row's other piles with their lowest and highest face-up rank, the
-    # same for its column, the masks after any placement there, and the values by way.
     places = []
     for cell in board.targets():
         bit = 1 << cell
         full_after = full | bit if height[cell] + 1 >= capacity else full
-        ways: list[float | None] = [None] * 4
-        places.append((*board.line_flips(cell), occupied | bit, down & ~bit, full_after, ways))
+        seen: dict[int, float] = {}
+        places.append((cell, occupied | bit, down & ~bit, full_after, seen))
     expected = 0.0
     for rank, weight in _rank_classes(board, counts):
         best = float("-inf")
-        for row, row_low, row_high, col, col_low, col_high, grown, down_after, full_after, ways in (
-            places
-        ):
-            way = 1 if row and (rank < row_low or rank > row_high) else 0
-            if col and (rank < col_low or rank > col_high):
-                way += 2
-            result = ways[way]
+        for cell, grown, down_after, full_after, seen in places:
+            flipped = flips(cell, rank)
+            result = seen.get(flipped)
             if result is None:
-                flipped = down_after ^ (row if way & 1 else 0) ^ (col if way & 2 else 0)
-                result = ways[way] = value(grown, flipped, full_after, cards_after)
+                result = seen[flipped] = value(grown, down_after ^ flipped, full_after, cards_after)
             if result > best:
                 best = result
         expected += weight * best
     return expected / sum(counts)
 
-def _rank_classes(board: MaskBoard, counts: list[int]) -> list[tuple[int, int]]:
+
+def _rank_classes(board: Board, counts: list[int]) -> list[tuple[int, int]]:
     """The still-possible ranks grouped by their order against the face-up tops.
 
     Returns ``(representative rank, cards in the class)`` pairs. At the last ply every
     rank of a class gives the same values, so any representative would do.
     """
-    face_up_ranks = set()
-    face_up = board.occupied & ~board.down
-    ranks = board.rank
-    while face_up:
-        low = face_up & -face_up
-        face_up ^= low
-        face_up_ranks.add(ranks[low.bit_length() - 1])
+    face_up_ranks = board.face_up_ranks()
     classes: dict[int, tuple[int, int]] = {}
     for rank in range(1, len(counts)):
         count = counts[rank]

@@ -46,19 +46,33 @@ def verification_line(tracker: RaceTracker) -> str:
 
 
 def par_text(par: RacePar) -> str:
-    """The deal's par as shown: ``par 24 (proven)``, or ``par ≥ 23`` for a lower bound."""
+    """The deal's par as shown: ``par 24 (proven)``, a proven range such as par 22 to
+    23 (written with an en dash), or ``par ≥ 23`` for a lower bound alone."""
     if par.score is None:
-        return "no win possible" if par.proven else "par unknown: no winning line found"
-    return f"par {par.score} (proven)" if par.proven else f"par ≥ {par.score}"
+        if par.proven:
+            return "no win possible"
+        known = "" if par.at_most is None else f" (at most {par.at_most})"
+        return f"par unknown: no winning line found{known}"
+    return f"par {par_value(par)} (proven)" if par.proven else f"par {par_value(par)}"
+
+
+def par_value(par: RacePar) -> str:
+    """The par's number or range: ``24``, 22 to 23 (an en dash between), or ``≥ 23``
+    with no upper bound."""
+    if par.proven or par.at_most == par.score:
+        return str(par.score)
+    if par.at_most is None:
+        return f"≥ {par.score}"
+    return f"{par.score}\N{EN DASH}{par.at_most}"
 
 
 def score_text(score: int | None, par: RacePar | None) -> str:
-    """A racer's score, beside the par once known: ``22 / par 24``."""
+    """A racer's score, beside the par once known: ``22 / par 24``, or a range."""
     if score is None:
         return ""
     if par is None or par.score is None:
         return str(score)
-    return f"{score} / par {'' if par.proven else '≥ '}{par.score}"
+    return f"{score} / par {par_value(par)}"
 
 
 def par_line(tracker: RaceTracker) -> str:

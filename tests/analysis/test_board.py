@@ -29,21 +29,37 @@ def test_board_follows_the_engine_through_random_games(rules: Ruleset) -> None:
             assert [cell for cell in every_cell if board.is_target(cell)] == targets
             cell = rng.choice(targets)
             rank = game.card.rank if game.card else 0
+            predicted = board.after(cell, rank)
             game.play(board.position(cell))
             tokens.append(board.place(cell, rank))
+            assert (board.occupied, board.down, board.full) == predicted
             assert (board.face_down, board.piles) == (game.face_down, game.pile_count)
             assert board.won() == (game.score is not None)
-            for position, pile in game.piles.items():
-                cell = board.cell(position)
-                assert (board.rank[cell], bool(board.up[cell]), board.height[cell]) == (
-                    pile.top.rank, pile.face_up, pile.height
-                )
+            assert_same_piles(board, game)
         for token in reversed(tokens):
             board.undo(token)
         empty = Board(rules)
-        assert (board.rank, board.up, board.height, board.box) == (
-            empty.rank, empty.up, empty.height, empty.box
+        assert (board.rank, board.height, board.box, board.at_most) == (
+            empty.rank, empty.height, empty.box, empty.at_most
         )
+        assert (board.occupied, board.down, board.full) == (0, 0, 0)
+
+
+def assert_same_piles(board: Board, game: Game) -> None:
+    """Every pile of ``game`` is on ``board`` with its top rank, face and height, and the
+    board's masks hold nothing else."""
+    piles = game.piles
+    assert board.pile_cells() == [board.cell(position) for position in piles]
+    for position, pile in piles.items():
+        cell = board.cell(position)
+        assert (board.rank[cell], not board.down >> cell & 1, board.height[cell]) == (
+            pile.top.rank, pile.face_up, pile.height
+        )
+        assert bool(board.full >> cell & 1) == (pile.height >= board.capacity)
+        assert [bool(board.at_most[k] >> cell & 1) for k in range(1, 11)] == [
+            pile.top.rank <= k for k in range(1, 11)
+        ]
+    assert board.face_up_ranks() == {pile.top.rank for pile in piles.values() if pile.face_up}
 
 
 def test_replayed_rejects_an_illegal_move() -> None:
@@ -57,13 +73,9 @@ def _board_with(faces: dict[tuple[int, int], bool]) -> Board:
     """A board with one pile per position, faces set directly (positions need not be playable)."""
     board = Board()
     for position, face_up in faces.items():
-        cell = board.cell(position)
-        board.height[cell], board.rank[cell], board.up[cell] = 1, 5, int(face_up)
-        board.piles += 1
-        board.face_down += not face_up
-        row, col = divmod(cell, board.layout.width)
-        box = board.box
-        box[:] = [min(box[0], row), max(box[1], row), min(box[2], col), max(box[3], col)]
+        bit = 1 << board.cell(position)
+        board.occupied |= bit
+        board.down |= 0 if face_up else bit
     return board
 
 

@@ -148,3 +148,37 @@ def test_a_winnable_seed_search_stops_when_its_total_budget_is_spent() -> None:
             clock=lambda: float(next(ticks)), within=3.0,
         )
     assert len(drawn) < 20
+
+
+NARROW = Ruleset(grid_size=3, pile_capacity=5, face_down_limit=1)
+
+
+def test_a_search_out_of_budget_reports_a_proven_range() -> None:
+    # Under these rules deal "range-3" needs 13 cards (par 27, not 31): the passes with
+    # 9 to 12 cards fail one by one, and each failure lowers the proven upper bound.
+    stock = deal("range-3")
+    full = solve(stock, NARROW)
+    assert (full.score, full.proven, full.at_most) == (27, True, 27)
+    upper_bounds = set()
+    for nodes in range(1000, full.nodes, 1000):
+        cut = solve(stock, NARROW, nodes=nodes)
+        assert not cut.proven
+        assert cut.at_most is not None and 27 <= cut.at_most <= 31
+        if cut.score is not None:
+            assert cut.score <= 27
+            assert replay_score(stock, cut) == cut.score
+        upper_bounds.add(cut.at_most)
+    # The cuts land in several passes, so several upper bounds below the trivial one show.
+    assert len(upper_bounds - {31}) >= 2
+
+
+def replay_score(stock: list[Card], result: Par) -> int | None:
+    game = Game(stock, NARROW)
+    for move in result.moves:
+        game.play(move)
+    return game.score
+
+
+def test_an_unwinnable_deal_has_no_upper_bound_and_a_par_line_has_its_own() -> None:
+    assert solve(deal("short")[:15]).at_most is None
+    assert par("0").at_most == 24

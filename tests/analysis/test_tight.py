@@ -28,7 +28,7 @@ def _tight_line(game: Game) -> list[tuple[int, int]] | None:
     ranks = [card.rank for card in game.stock]
     placed = game.cards_played
     board = Board.replayed(game.rules, ranks[:placed], game.moves)
-    cells = TightSearch(game.rules, ranks, lambda: None).solve_from(board, placed)
+    cells = TightSearch(board, ranks, lambda: None).solve_from(placed)
     return None if cells is None else [board.position(cell) for cell in cells]
 
 

@@ -233,8 +233,9 @@ async def test_the_results_show_each_score_beside_the_deals_par(tmp_path: Path) 
         assert isinstance(screen, ResultsScreen)
         par = app.tracker.par
         assert par is not None and par.score is not None
-        best = f"par {par.score} (proven)" if par.proven else f"par ≥ {par.score}"
-        beside = f"2 / {best.removesuffix(' (proven)')}"
+        value = str(par.score) if par.proven else f"{par.score}\N{EN DASH}{par.at_most}"
+        best = f"par {value} (proven)" if par.proven else f"par {value}"
+        beside = f"2 / par {value}"
         assert my_standing(app).score == 2
         lines = screen.par_shown.splitlines()
         assert lines[0] == f"Deal: {best}" and f"ann {beside}" in lines[1:]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from engine import Card, Game, Status, commitment, deal
+from engine.board import Board
 
 DATA = Path(__file__).parent.parent / "conformance"
 DEALS: list[dict[str, Any]] = json.loads((DATA / "deals.json").read_text())["deals"]
@@ -47,6 +48,24 @@ def test_whole_game_step_by_step(case: dict[str, Any]) -> None:
     assert game.status.value == case["result"]
     assert game.score == case["score"]
     assert game.card is None and game.legal_moves() == []
+
+
+@pytest.mark.parametrize("case", GAMES, ids=lambda case: case["seed"])
+def test_search_board_step_by_step(case: dict[str, Any]) -> None:
+    # The board the solver and the bots search on plays the same games as the engine.
+    board = Board()
+    for index, step in enumerate(case["steps"]):
+        where = f"step {index}"
+        assert [list(board.position(cell)) for cell in board.targets()] == step["legal"], where
+        board.place(board.cell(tuple(step["move"])), Card.parse(step["card"]).rank)
+        after = step["after"]
+        assert [
+            [*board.position(cell), board.rank[cell], not board.down >> cell & 1, height]
+            for cell, height in ((cell, board.height[cell]) for cell in board.pile_cells())
+        ] == [[r, c, Card.parse(top).rank, *rest] for r, c, top, *rest in after["tops"]], where
+        assert board.face_down == after["face_down"], where
+        assert board.won() == (after["status"] == "won"), where
+        assert board.lost() == (after["status"] == "lost" and after["face_down"] > 4), where
 
 
 def test_conformance_covers_every_ending() -> None:

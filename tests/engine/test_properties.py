@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Adjacency, Game, IllegalMove, Ruleset, Status, format_moves, parse_moves, replay
+from engine.board import Board
+from engine.cards import RANK_LETTERS
 from engine.reference import ReferenceGame
 
 
@@ -38,19 +40,40 @@ def random_game(data: st.DataObject, seed: str, rules: Ruleset) -> tuple[Game, l
 
 @settings(max_examples=60, deadline=None)
 @given(st.data(), seeds, rulesets())
-def test_engine_agrees_with_the_reference(data: st.DataObject, seed: str, rules: Ruleset) -> None:
+def test_engine_and_search_board_agree_with_the_reference(
+    data: st.DataObject, seed: str, rules: Ruleset
+) -> None:
     game = Game.new(seed, rules)
     reference = ReferenceGame(list(game.stock), rules)
+    board = Board(rules)
     while not game.is_over():
         assert game.legal_moves() == reference.legal_moves()
+        assert [board.position(cell) for cell in board.targets()] == reference.legal_moves()
         assert game.card == reference.current()
         move = data.draw(st.sampled_from(game.legal_moves()))
+        card = game.card
+        assert card is not None
         game.play(move)
         reference = reference.play(move)
+        board.place(board.cell(move), card.rank)
+        tops = reference.tops()
         assert [(r, c, str(p.top), p.face_up, p.height) for (r, c), p in game.piles.items()] == (
-            reference.tops()
+            tops
         )
+        assert board_tops(board) == [(r, c, top[0], up, height) for r, c, top, up, height in tops]
         assert game.status.value == reference.status
+        too_many_down = board.face_down > rules.face_down_limit
+        assert board.lost() == (reference.status == "lost" and too_many_down)
+        assert board.won() == (reference.status == "won")
+
+
+def board_tops(board: Board) -> list[tuple[int, int, str, bool, int]]:
+    """Every pile of a search board as the reference lists it, the top's rank as its letter."""
+    return [
+        (*board.position(cell), RANK_LETTERS[board.rank[cell] - 1], not board.down >> cell & 1,
+         board.height[cell])
+        for cell in board.pile_cells()
+    ]
 
 
 @settings(max_examples=60, deadline=None)
