@@ -1,6 +1,7 @@
 """Bots: win rate, mean score and time per move over seeded deals, and the gap to par.
 
-Every strategy plays the same deals (seeds ``bots-0``, ``bots-1``, ...) through the real
+Every strategy plays the same deals (seeds ``bots-F``, ``bots-F+1``, ... from ``--first``
+F, 0 by default) through the real
 engine, seeing only a :class:`~client.bots.RacerView`. Losses score 0 in the mean. The
 gap to par compares the mean score with the mean par of the same deals (par found with
 the whole stock known, within ``--par-budget``; an unproven par is a lower bound).
@@ -14,12 +15,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bench.report import machine_line, markdown_table, update_section
 from client.bots import RacerView, Strategy, get_strategy
 from engine import Game
-from engine.solver import par
+from engine.solver import Par, par
 
 
 @dataclass
@@ -33,8 +34,11 @@ class Record:
     moves: int = 0
     seconds: float = 0.0
     slowest_move: float = 0.0
+    gaps: list[int] = field(default_factory=list)
+    """For each deal won: its par less the score (a par not proven counts as at least
+    the bot's score)."""
 
-    def play(self, bot: Strategy, seed: str) -> int:
+    def play(self, bot: Strategy, seed: str, deal_par: Par) -> int:
         """Play one deal; returns the score (0 for a loss)."""
         game = Game.new(seed)
         while not game.is_over():
@@ -50,6 +54,8 @@ class Record:
         self.games += 1
         self.wins += game.score is not None
         self.score_total += score
+        if game.score is not None:
+            self.gaps.append(max(deal_par.score or 0, score) - score)
         return score
 
     def row(self, mean_par: float | None) -> list[str]:
@@ -61,6 +67,7 @@ class Record:
             f"{self.wins / self.games:.1%}",
             f"{mean:.2f}",
             gap,
+            f"{statistics.mean(self.gaps):.2f}" if self.gaps else "",
             f"{self.seconds / self.moves * 1000:.2f}",
             f"{self.slowest_move * 1000:.0f}",
         ]
@@ -79,6 +86,9 @@ def main() -> None:
     parser.add_argument(
         "--strategies", default="random,greedy,expectimax", help="which to run, comma-separated"
     )
+    parser.add_argument(
+        "--first", type=int, default=0, help="the first deal's number (seeds bots-FIRST on)"
+    )
     parser.add_argument("--write", action="store_true", help="update docs/performance.md")
     args = parser.parse_args()
 
@@ -93,27 +103,35 @@ def main() -> None:
         if name in chosen
     ]
     most = max(games for _, games in plans)
-    pars = [par(f"bots-{i}", budget=args.par_budget) for i in range(most)]
+    seeds = [f"bots-{args.first + i}" for i in range(most)]
+    pars = [par(seed, budget=args.par_budget) for seed in seeds]
     rows = []
     for bot, games in plans:
         record = Record(bot.name)
-        for i in range(games):
-            record.play(bot, f"bots-{i}")
-        mean_par = statistics.mean(p.score or 0 for p in pars[:games]) if games else None
+        for seed, deal_par in zip(seeds[:games], pars, strict=False):
+            record.play(bot, seed, deal_par)
+        won_pars = [p.score or 0 for p in pars[:games]]
+        mean_par = statistics.mean(won_pars) if games else None
         print(record.row(mean_par), flush=True)
         rows.append(record.row(mean_par))
-    header = ["strategy", "deals", "wins", "mean score", "gap to par", "ms/move", "slowest ms"]
+    header = [
+        "strategy", "deals", "wins", "mean score", "gap to par", "gap on won deals", "ms/move",
+        "slowest ms",
+    ]
     proven = sum(p.proven for p in pars)
     command = (
         f"python -m bench.bots --games {args.games} --strong-games {args.strong_games} "
         f"--budget {args.budget:g} --par-budget {args.par_budget:g} --strategies {args.strategies}"
+        f"{f' --first {args.first}' if args.first else ''}"
     )
     text = (
         f"{markdown_table(header, rows)}\n\n"
-        f"Mean par of the first {most} deals: {statistics.mean(p.score or 0 for p in pars):.2f} "
-        f"({proven} of {most} proven within {args.par_budget:g} s; the rest are lower bounds, "
-        f"so the gaps are if anything understated). Expectimax budget {args.budget:g} s per "
-        f"move. Command: `{command}` ({machine_line()})."
+        f"Mean par of the {most} deals (`{seeds[0]}` to `{seeds[-1]}`): "
+        f"{statistics.mean(p.score or 0 for p in pars):.2f} ({proven} of {most} proven within "
+        f"{args.par_budget:g} s; the rest are lower bounds, so the gaps are if anything "
+        f"understated). The gap on won deals is the mean of par less score over the deals the "
+        f"bot won. Expectimax budget {args.budget:g} s per move. Command: `{command}` "
+        f"({machine_line()})."
     )
     print(text)
     if args.write:
