@@ -28,7 +28,7 @@ from tests.server.known_games import HOPELESS, WON_SEED
 def expected(seed: str, budget: float) -> ParFound:
     found = par(seed, Ruleset(), budget)
     cards = len(found.moves) if found.score is not None else None
-    return ParFound(found.score, found.proven, cards)
+    return ParFound(found.score, found.proven, cards, found.at_most)
 
 
 def par_request(seed: str = WON_SEED, budget: float = 2.0) -> str:
