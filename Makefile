@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_DIRS := engine protocol server client cli tests bench
 
-.PHONY: run test lint typecheck unit bench bench-load demo clean
+.PHONY: run test lint typecheck unit fuzz bench bench-load demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,dev,bench]'
 	touch $(BENCH_STAMP)
+
+# The fuzzers also want the fuzz extra (atheris, for the decoders).
+FUZZ_STAMP := $(VENV)/.installed-fuzz
+$(FUZZ_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,fuzz]'
+	touch $(FUZZ_STAMP)
 
 # Load runs: target and generator at nice -10 (root only; otherwise a note, normal
 # priority), all three processes on uvloop. LOAD_FLAGS='--loop asyncio' for the default loop.
@@ -36,6 +42,12 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest
+
+# An hour of fuzzing (FUZZ_MINUTES=60): the decoders under atheris for a quarter of it, then
+# the message handlers of one real server under hypothesis (tests/fuzz.py).
+FUZZ_MINUTES ?= 60
+fuzz: $(FUZZ_STAMP)
+	$(BIN)/python -m tests.fuzz --minutes $(FUZZ_MINUTES)
 
 # Everything in under ten minutes (about six on 2 cores): the engine, bounded samples of
 # the solver and the bots (about 2 minutes), and the five load goals at 20 s a run (about
