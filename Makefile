@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_DIRS := engine protocol server client cli tests bench
 
-.PHONY: run test lint typecheck unit fuzz bench bench-load demo clean
+.PHONY: run test lint typecheck unit fuzz chaos bench bench-load demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ unit: $(STAMP)
 FUZZ_MINUTES ?= 60
 fuzz: $(FUZZ_STAMP)
 	$(BIN)/python -m tests.fuzz --minutes $(FUZZ_MINUTES)
+
+# The chaos test at length (tests/server/test_chaos.py): CHAOS_KILLS SIGKILLs of a real
+# server during bursts of moves (make test runs 4).
+CHAOS_KILLS ?= 40
+chaos: $(STAMP)
+	$(BIN)/pytest tests/server/test_chaos.py -q -s --chaos-kills $(CHAOS_KILLS)
 
 # Everything in under ten minutes (about six on 2 cores): the engine, bounded samples of
 # the solver and the bots (about 2 minutes), and the five load goals at 20 s a run (about

@@ -210,3 +210,13 @@ def postgres_url() -> Iterator[str]:
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--chaos-kills N``: the chaos test's number of SIGKILLs (``make chaos``)."""
+    parser.addoption(
+        "--chaos-kills",
+        type=int,
+        default=None,
+        help="SIGKILLs of the server in tests/server/test_chaos.py (default: a few)",
+    )
