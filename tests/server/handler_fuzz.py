@@ -313,12 +313,14 @@ class Wire:
         """Record a broken rule."""
         self.problems.append(f"{self.me}: {text}")
 
-    def stock_of(self, race: str, what: str) -> list[Card] | None:
+    def dealt(self, race: str, what: str) -> tuple[RaceSeen, list[Card]] | None:
+        """What was seen of ``race`` and its stock; ``None`` (a problem) if its snapshot,
+        which publishes the commitment, has not come first."""
         seen = self.races.get(race)
         if seen is None or seen.stock is None:
             self.problem(f"{what} for race {race} before its snapshot")
             return None
-        return seen.stock
+        return seen, seen.stock
 
     def feed(self, message: Answer) -> None:
         """Check one message."""
@@ -363,10 +365,10 @@ class Wire:
                 seen.card = None
 
     def _card(self, card: CardToPlace) -> None:
-        stock = self.stock_of(card.race, "a card")
-        if stock is None:
+        dealt = self.dealt(card.race, "a card")
+        if dealt is None:
             return
-        seen = self.races[card.race]
+        seen, stock = dealt
         self.tally["cards checked"] += 1
         if card.card != stock[card.move - 1]:
             self.problem(f"card {card.move} of {card.race} is {card.card}, not the stock's")
@@ -376,10 +378,10 @@ class Wire:
         seen.card = card
 
     def _placed(self, placed: MovePlaced) -> None:
-        stock = self.stock_of(placed.race, "a placed card")
-        if stock is None:
+        dealt = self.dealt(placed.race, "a placed card")
+        if dealt is None:
             return
-        seen = self.races[placed.race]
+        seen, stock = dealt
         if placed.card != stock[placed.move - 1] or placed.move > seen.drawn:
             self.problem(f"move {placed.move} of {placed.race} placed a card not drawn")
         if seen.card is not None and seen.card.move <= placed.move:
@@ -388,10 +390,10 @@ class Wire:
             seen.over = True
 
     def _boards(self, message: Boards) -> None:
-        stock = self.stock_of(message.race, "a board")
-        if stock is None:
+        dealt = self.dealt(message.race, "a board")
+        if dealt is None:
             return
-        seen = self.races[message.race]
+        seen, stock = dealt
         for board in message.boards:
             cards = Counter(card for pile in board.piles for card in pile.cards)
             # A board after n moves holds exactly the stock's first n cards.
