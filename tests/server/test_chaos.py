@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import WebSocketException
 
 from engine import Position
 from protocol import (
@@ -178,7 +178,7 @@ class Chaos:
             try:
                 racer.client = await WireClient.connect(self.url, racer.name, resume=racer.token)
                 return
-            except (OSError, ConnectionClosed, TimeoutError):
+            except (OSError, WebSocketException, TimeoutError):
                 await asyncio.sleep(0.05)  # killed while connecting: wait for the restart
 
     async def duel(self, ann: Racer, bob: Racer) -> str:
@@ -198,8 +198,8 @@ class Chaos:
             try:
                 if await self._play(racer, race):
                     return
-            except (ConnectionClosed, OSError, TimeoutError):
-                pass
+            except (OSError, WebSocketException, TimeoutError):
+                pass  # the server was killed: resume once it is back
             await self.resume(racer)
             if Journal.load_result(self.db, race) is not None:
                 return  # it ended while the racer was away (its last move acknowledged
