@@ -113,8 +113,9 @@ from server.logs import logger as server_logger
 from server.race import random_seed
 from tests.conftest import fast_config
 
-#: Seconds an answer may take on a loaded machine before the step fails.
-ANSWER_TIMEOUT = 10.0
+#: Seconds an answer may take on a loaded machine before the step fails: a winnable deal
+#: waits for up to a few searches of the server's search budget (3 s) ahead of it.
+ANSWER_TIMEOUT = 30.0
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 
@@ -641,11 +642,12 @@ def rulesets(draw: st.DrawFn) -> Ruleset:
 
 
 def seed_policy(draw: st.DrawFn, ruleset: Ruleset) -> SeedPolicy:
-    """``winnable`` only for the published rules: a search for a winnable deal of a
-    hopeless ruleset is not what this run is about."""
-    if ruleset == Ruleset() and draw(st.booleans()):
-        return SeedPolicy.WINNABLE
-    return SeedPolicy.RANDOM
+    """``winnable`` half the time for the published rules (their winnable deals come from
+    a stock) and one time in eight for others, whose search may take the server's whole
+    search budget (seconds) and end in ``no_winnable_deal``: often enough to hold a few
+    searches in flight, not so often that the run waits on them."""
+    odds = 2 if ruleset == Ruleset() else 8
+    return SeedPolicy.WINNABLE if draw(st.integers(1, odds)) == odds else SeedPolicy.RANDOM
 
 
 @st.composite
