@@ -3,10 +3,10 @@
 ``python -m tests.fuzz --minutes 60`` spends a quarter of the time (``--decoder-share``)
 on ``tests/fuzz_decoder.py`` (coverage-guided, in a child process; its corpus is kept in
 ``WORKDIR/corpus`` and grows from run to run) and the rest on the state machine of
-``tests/server/handler_fuzz.py`` against one server, in rounds of ``--examples`` examples
-until the time is up. It prints the figures as it goes and a summary at the end, and
-exits with 1 on the first failure (hypothesis prints the shrunk sequence of steps;
-atheris leaves the input in ``WORKDIR/crash-*``).
+``tests/server/handler_fuzz.py`` against one server on a new journal, in rounds of
+``--examples`` examples until the time is up. It prints the figures as it goes and a
+summary at the end, and exits with 1 on the first failure (hypothesis prints the shrunk
+sequence of steps; atheris leaves the input in ``WORKDIR/crash-*``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import argparse
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -59,11 +60,15 @@ def fuzz_decoder(seconds: int, workdir: Path) -> DecoderRun:
     )
 
 
-def fuzz_handlers(seconds: float, workdir: Path, examples: int, steps: int) -> Counter[str]:
-    """Run the handler state machine in rounds until ``seconds`` have passed; the tally."""
+def fuzz_handlers(seconds: float, examples: int, steps: int) -> Counter[str]:
+    """Run the handler state machine in rounds until ``seconds`` have passed; the tally.
+
+    The server gets a new journal each run: one kept from an earlier run would bring back
+    its races, dealt from seeds this run's checks do not know.
+    """
     deadline = time.monotonic() + seconds
     started = time.monotonic()
-    with fuzz_server(workdir / "handlers.db") as fuzz:
+    with tempfile.TemporaryDirectory() as scratch, fuzz_server(Path(scratch) / "fuzz.db") as fuzz:
         while time.monotonic() < deadline:
             round_started, before = time.monotonic(), fuzz.tally["steps"]
             run_handler_fuzz(fuzz, examples=examples, steps=steps)
@@ -122,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     handler_seconds = total - decoder_seconds
     if handler_seconds > 0:
         started = time.monotonic()
-        tally = fuzz_handlers(handler_seconds, args.workdir, args.examples, args.steps)
+        tally = fuzz_handlers(handler_seconds, args.examples, args.steps)
         print(summary(tally, time.monotonic() - started), flush=True)
     return 0
 

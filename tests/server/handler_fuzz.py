@@ -1181,6 +1181,8 @@ class HandlerMachine(RuleBasedStateMachine):
         health = self._run(self.fuzz.healthz())
         assert health.startswith(b"HTTP/1.1 200") and health.endswith(b"ok\n"), health
         assert not self.fuzz.server.failed
+        # Counted even past a connection's budget of log lines.
+        assert not self.fuzz.server.metrics.errors["internal_error"]
 
     # -------------------------------------------------------------- the end
 
