@@ -900,9 +900,10 @@ class HandlerMachine(RuleBasedStateMachine):
                 own = self.hosts.get(code)
                 other = known_or_made_up(data, set(self.hosts.values()), made_up_tokens)
                 entrant = known_or_made_up(data, self._racer_ids(), made_up_racers)
+                use_own = data.draw(st.integers(0, 3)) > 0
                 message = TournamentControl(
                     tournament=code,
-                    host_token=own if own and data.draw(st.integers(0, 3)) else other,
+                    host_token=own if own and use_own else other,
                     action=data.draw(st.sampled_from(HostAction)),
                     entrant=entrant if data.draw(st.booleans()) else None,
                     id=ident,
@@ -931,10 +932,11 @@ class HandlerMachine(RuleBasedStateMachine):
         move = data.draw(st.integers(1, 40))
         row, col = data.draw(positions)
         near, target = data.draw(st.integers(-1, 1)), data.draw(st.integers(0, 120))
+        legal = data.draw(st.booleans())  # a legal target, else the position drawn
         card = client.card_in_hand()
         if card is None or anywhere:
             return Place(race=race, move=move, row=row, col=col, id=ident)
-        if data.draw(st.booleans()):  # a legal target, else the position drawn
+        if legal:
             row, col = card.targets[target % len(card.targets)]
         return Place(race=card.race, move=min(40, max(1, card.move + near)), row=row, col=col,
                      id=ident)
