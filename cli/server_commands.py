@@ -131,6 +131,11 @@ def register(subparsers: Subparsers) -> None:
     )
     serve_parser.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM key")
     serve_parser.add_argument(
+        "--web-root",
+        metavar="DIR",
+        help="serve the web client from this folder (default: web/public of the source tree)",
+    )
+    serve_parser.add_argument(
         "--trusted-proxy", action="append", metavar="ADDR",
         help="a reverse proxy (address or CIDR network) whose X-Forwarded-For header names "
         "the client; repeat for several (default: none, the header is ignored)",
@@ -187,6 +192,7 @@ def run_serve(args: argparse.Namespace) -> int:
             tls_key=args.tls_key,
             metrics_host=args.metrics_host,
             metrics_port=args.metrics_port,
+            web_root=args.web_root,
         )
         if args.no_journal:
             config = dataclasses.replace(config, journal=False)
@@ -208,7 +214,7 @@ def run_serve(args: argparse.Namespace) -> int:
         # loop is named from the running loop itself, so the line says what really runs.
         loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
         print(f"foursquare server listening on {server.url} (event loop: {loop}), "
-              f"metrics on {server.metrics_url}", flush=True)
+              f"metrics on {server.metrics_url}, web client on {server.web_url}", flush=True)
 
     try:
         with asyncio.Runner(loop_factory=loop_factory) as runner:

@@ -23,6 +23,7 @@ from protocol import CloseCode
 from server.bus import InProcessBus
 from server.config import ServerConfig
 from server.connection import RaceConnection, check_websockets
+from server.http_routes import WebFiles
 from server.journal import Recovered
 from server.logs import log_event
 from server.metrics import Metrics
@@ -64,6 +65,12 @@ class RaceServer:
         """The websocket URL clients connect to (``wss://`` with a certificate)."""
         scheme = "wss" if self.config.tls else "ws"
         return f"{scheme}://{_authority(self.config.host, self.port)}"
+
+    @property
+    def web_url(self) -> str:
+        """The web client's first page, on the game port (``https://`` with a certificate)."""
+        scheme = "https" if self.config.tls else "http"
+        return f"{scheme}://{_authority(self.config.host, self.port)}/"
 
     @property
     def metrics_url(self) -> str:
@@ -115,6 +122,7 @@ class RaceServer:
             sockets = self._socket_tier = SocketTier(
                 self.config, self.metrics, self.bus, self.journal
             )
+            sockets.http.web = await asyncio.to_thread(WebFiles.load, self.config.web_root)
             self.bus.serve(races.handle)
             self.bus.listen(sockets.on_events)
             sockets.start(recovered.players)

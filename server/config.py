@@ -26,6 +26,7 @@ ENVIRONMENT = {
     "tls_key": "FOURSQUARE_TLS_KEY",
     "metrics_host": "FOURSQUARE_METRICS_HOST",
     "metrics_port": "FOURSQUARE_METRICS_PORT",
+    "web_root": "FOURSQUARE_WEB_ROOT",
 }
 
 Clock = Callable[[], float]
@@ -48,6 +49,9 @@ class ServerConfig:
     otherwise, since metrics are for the operator's scraper, not for players."""
     metrics_request_bytes: int = 8192
     """Bytes of request line and headers the metrics port reads before it answers 400."""
+    web_root: str | None = None
+    """The folder whose files make the web client served on the game port (``/`` and
+    ``/static/``): ``None`` for the checkout's own ``web/public``. Read once at start."""
     db: str = "foursquare.db"
     """The store: an SQLite journal file, or a ``postgresql://`` URL (see
     :mod:`server.store`)."""

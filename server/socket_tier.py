@@ -12,13 +12,11 @@ published once per feed and framed here once for all of them.
 from __future__ import annotations
 
 import asyncio
-import http
 import logging
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
-from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request as HttpRequest
 from websockets.http11 import Response
@@ -62,10 +60,10 @@ from server.bus import (
 from server.config import ServerConfig
 from server.connection import Message, RaceConnection
 from server.expiry import SessionExpiry, SessionRecords
+from server.http_routes import HttpRoutes, WebFiles
 from server.journal import PlayerRecord, PlayerSeen
 from server.logs import LogBudget, failure, log_event
-from server.metrics import CONTENT_TYPE, Metrics
-from server.metrics_listener import PATH as METRICS_PATH
+from server.metrics import Metrics
 from server.rate_limit import TokenBucket
 from server.sessions import Session, SessionRegistry
 
@@ -114,6 +112,13 @@ class SocketTier:
         self._expiry: SessionExpiry | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stopping = False
+        self.http = HttpRoutes(
+            WebFiles({}),
+            stopping=lambda: self.stopping,
+            metrics=metrics if config.metrics_port is None else None,
+        )
+        """Plain HTTP on the game port; the server reads the web client's files into it
+        at start."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -172,22 +177,11 @@ class SocketTier:
     def process_request(
         self, connection: ServerConnection, request: HttpRequest
     ) -> Response | None:
-        """Answer ``/healthz`` and ``/metrics``; admit a websocket handshake, or refuse it
-        at a cap."""
-        path = request.path.split("?", 1)[0]
-        if path == "/healthz":
-            if self.stopping:
-                return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "stopping\n")
-            return connection.respond(http.HTTPStatus.OK, "ok\n")
-        if path == METRICS_PATH:
-            if self.config.metrics_port is not None:  # served on its own port only
-                return connection.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
-            response = connection.respond(http.HTTPStatus.OK, self.metrics.render().decode())
-            response.headers = Headers(
-                [(k, v) for k, v in response.headers.raw_items() if k.lower() != "content-type"]
-            )
-            response.headers["Content-Type"] = CONTENT_TYPE
-            return response
+        """Answer plain HTTP (health, metrics, the web client: :mod:`server.http_routes`);
+        admit a websocket handshake, or refuse it at a cap."""
+        answer = self.http.answer(request)
+        if answer is not None:
+            return answer
         assert isinstance(connection, RaceConnection)  # serve() builds them (see RaceServer)
         address = self.admission.client_address(
             _peer_host(connection), request.headers.get_all("X-Forwarded-For")
