@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_DIRS := engine protocol server client cli tests bench
 
-.PHONY: run test lint typecheck unit fuzz chaos bench bench-load demo clean
+.PHONY: run test lint typecheck unit fuzz chaos bench bench-load demo clean browser web-vendor web-check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ LOAD_FLAGS ?= --priority -10 --loop uvloop
 run: $(STAMP)
 	$(BIN)/foursquare serve
 
-test: lint typecheck unit
+test: lint typecheck web-check browser unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_DIRS)
@@ -54,6 +54,46 @@ fuzz: $(FUZZ_STAMP)
 CHAOS_KILLS ?= 40
 chaos: $(STAMP)
 	$(BIN)/pytest tests/server/test_chaos.py -q -s --chaos-kills $(CHAOS_KILLS)
+
+# The browser tests (tests/web/) drive Debian's Chromium through Playwright; Playwright's
+# own browser download is never used. Installed here when missing and we can (root with
+# apt-get: about a minute); otherwise one sentence says what to install, and make stops.
+CHROMIUM ?= /usr/bin/chromium
+export FOURSQUARE_CHROMIUM := $(CHROMIUM)
+browser:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing Debian's chromium for the browser tests (about a minute)..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	      || { echo "error: apt-get could not install chromium, which the browser tests need." >&2; exit 1; }; \
+	  else \
+	    echo "error: the browser tests need Chromium at $(CHROMIUM): install Debian's chromium package (sudo apt-get install chromium), or give its path with CHROMIUM=/path/to/chromium." >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+# The web client's one library, @msgpack/msgpack, bundled into web/public/vendor/msgpack.mjs
+# (committed, so `make run` needs neither node nor npm). `make web-vendor` builds it again
+# from the versions web/package-lock.json pins; `make web-check` (part of `make test`)
+# builds it into a temporary folder and compares it with the committed file, byte for byte.
+WEB_MODULES := web/node_modules/.installed
+$(WEB_MODULES): web/package-lock.json
+	cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+web-vendor: $(WEB_MODULES)
+	cd web && node build-vendor.mjs
+
+web-check:
+	@if command -v npm >/dev/null && command -v node >/dev/null; then \
+	  $(MAKE) --no-print-directory $(WEB_MODULES) && \
+	  out=$$(mktemp -d) && (cd web && node build-vendor.mjs "$$out") && \
+	  cmp web/public/vendor/msgpack.mjs "$$out/msgpack.mjs" && \
+	  cmp web/public/vendor/msgpack.LICENSE.txt "$$out/msgpack.LICENSE.txt" && \
+	  rm -r "$$out" && echo "web/public/vendor/msgpack.mjs is what web/package-lock.json builds"; \
+	else \
+	  echo "note: node and npm are not installed, so the committed web/public/vendor/msgpack.mjs was not rebuilt and compared (install nodejs and npm to check it)."; \
+	fi
 
 # Everything in under ten minutes (about six on 2 cores): the engine, bounded samples of
 # the solver and the bots (about 2 minutes), and the five load goals at 20 s a run (about

@@ -1,0 +1,2 @@
+// What the web client takes from @msgpack/msgpack: the codec, nothing else.
+export { encode, decode, DecodeError } from "@msgpack/msgpack";
