@@ -42,7 +42,7 @@ async def request(
     return Answer(int(status_line.split(" ")[1]), {k.lower(): v for k, v in fields.items()}, body)
 
 
-@pytest.mark.parametrize("path", ["/", "/race/K7QX2MPA", "/watch/K7QX2MPA", "/t/CLUB42",
+@pytest.mark.parametrize("path", ["/", "/solo", "/race/K7QX2MPA", "/watch/K7QX2MPA", "/t/CLUB42",
                                   "/host/CLUB42", "/?from=lan"])
 async def test_every_address_of_the_app_serves_the_page(live_server: LiveServer,
                                                         path: str) -> None:

@@ -3,10 +3,11 @@
 ``browser`` launches Chromium from ``FOURSQUARE_CHROMIUM`` (``make test`` sets it; the
 default is ``/usr/bin/chromium``) with a fresh profile; Playwright's own browser download
 is never used. A missing Chromium fails the test with one sentence saying what to install,
-never a skip. ``page`` is a fresh page in a fresh context whose uncaught errors fail the
-test. ``screenshot(page, name)`` writes ``docs/images/web-NAME.png`` when
-``FOURSQUARE_SCREENSHOTS=1`` (``make screenshots``), and otherwise a file under the test's
-temporary folder, so that every run still takes it.
+never a skip. ``page`` is a fresh page in a fresh context whose uncaught errors, and
+whatever its content security policy refuses, fail the test. ``screenshot(page, name)``
+writes ``docs/images/web-NAME.png`` when ``FOURSQUARE_SCREENSHOTS=1`` (``make
+screenshots``), and otherwise a file under the test's temporary folder, so that every run
+still takes it.
 """
 
 from __future__ import annotations
@@ -69,11 +70,14 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
     opened = await context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
+    # The page's Content-Security-Policy refusing something the page does is a bug too.
+    opened.on("console", lambda message: errors.append(message.text)
+              if "Content Security Policy" in message.text else None)
     try:
         yield opened
     finally:
         await context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
+    assert not errors, f"errors in the page: {sorted(set(errors))[:5]}"
 
 
 @pytest.fixture

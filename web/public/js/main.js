@@ -1,1 +1,30 @@
-document.getElementById("app").textContent = "Foursquare Race";
+// The page's one entry point: its address chooses the screen.
+//
+//   /                 the lobby: a name, quick race, private races, watch, host, practice
+//   /solo             practice alone, offline
+//   /race/CODE        a private race, joined by its code
+//   /watch/CODE       a race, watched
+//   /t/CODE           a tournament, watched
+//   /host/CODE#TOKEN  a tournament's host console (the token stays in the address's
+//                     fragment, which the browser never sends to the server)
+
+import { h, fill } from "./dom.js";
+
+const SCREENS = [
+  [/^\/watch\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/watch.js")).watchRace(root, code)],
+  [/^\/t\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/tournament.js")).watchTournament(root, code)],
+  [/^\/host\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/host.js")).hostConsole(root, code)],
+  [/^\/race\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/play.js")).play(root, { join: code })],
+  [/^\/solo$/, async (root) => (await import("./screens/solo.js")).solo(root)],
+  [/^\/$/, async (root) => (await import("./screens/home.js")).home(root)],
+];
+
+const root = document.getElementById("app");
+const path = location.pathname.replace(/\/$/, "") || "/";
+const screen = SCREENS.find(([pattern]) => pattern.test(path));
+if (screen) {
+  const [pattern, open] = screen;
+  globalThis.foursquare = await open(root, ...path.match(pattern).slice(1));
+} else {
+  fill(root, h("p", {}, "Nothing here. ", h("a", { href: "/" }, "Go to the lobby.")));
+}
