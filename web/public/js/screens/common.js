@@ -1,7 +1,7 @@
 // What every screen shares: the person's name, the link's state, and the trace the
 // benchmark reads.
 
-import { fill } from "../dom.js";
+import { fill, h } from "../dom.js";
 
 const NAME_KEY = "foursquare.name";
 
@@ -40,3 +40,24 @@ export const trace = {
   },
 };
 if (trace.on) globalThis.foursquareTrace = trace;
+
+/**
+ * Ask for the name to race under (checked by the server as docs/protocol.md says; a
+ * refusal comes back as `problem`), then call `then(name)`.
+ */
+export function askName(root, problem, then) {
+  const input = h("input", { id: "name", name: "name", maxlength: 32, required: true,
+    autocomplete: "nickname", value: savedName() });
+  fill(root, h("form", { class: "panel name-form", id: "name-form", onsubmit: (event) => {
+    event.preventDefault();
+    const name = input.value.trim();
+    if (!name) return;
+    saveName(name);
+    then(name);
+  } },
+  h("h1", {}, "Foursquare Race"),
+  h("label", {}, "Your name, as the other racers will see it", input),
+  problem ? h("p", { class: "error", role: "alert" }, problem) : null,
+  h("button", { type: "submit" }, "Go")));
+  input.focus();
+}
