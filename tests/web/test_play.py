@@ -23,15 +23,15 @@ async def enter_race(page: Page, live: LiveServer, race: BotRace, name: str) -> 
 
 
 async def play_to_the_end(
-    page: Page, place: str, at_move: tuple[int, Callable[[], Awaitable[object]]] | None = None
+    page: Page, place: str, at_move: dict[int, Callable[[], Awaitable[object]]] | None = None
 ) -> int:
     """Place every card the page offers until the game is over; returns the moves made.
     ``place`` is "click" (the first target) or "keys" (Tab to a target, then Enter);
-    ``at_move`` is a number of moves and what to do once that many are made."""
+    ``at_move`` says what to do once a number of moves are made."""
     moves = 0
     while True:
-        if at_move is not None and moves == at_move[0]:
-            await at_move[1]()
+        if at_move and moves in at_move:
+            await at_move.pop(moves)()
         await page.wait_for_selector(f"{TARGET}, #my-end, .results")
         if await page.locator("#my-end, .results").count():
             return moves
@@ -55,7 +55,7 @@ async def test_a_person_plays_a_whole_race_by_clicks(
         await screenshot(page, "waiting-room")
         await race.join(live_server.url, 1, pace=0.15)
         await expect(page.locator("#in-hand .card")).to_be_visible()
-        moves = await play_to_the_end(page, "click", (6, lambda: screenshot(page, "race")))
+        moves = await play_to_the_end(page, "click", {6: lambda: screenshot(page, "race")})
         assert moves >= 1
         await expect(page.locator(".verify")).to_contain_text("✓ verified", timeout=60_000)
         ann = page.locator(".standings tr.you")
@@ -78,3 +78,47 @@ async def test_a_person_plays_a_whole_race_by_keys(
         await expect(page.locator(".standings tr.you td").nth(3)).to_have_text(str(moves))
     finally:
         race.cancel()
+
+
+async def test_a_dropped_connection_and_a_reload_resume_the_race(
+    page: Page, live_server: LiveServer
+) -> None:
+    server = live_server.server
+    assert server is not None
+    race = await open_bot_race(live_server.url, 2, pace=0.3)
+    reconnects: list[str] = []
+    page.on("websocket", lambda socket: reconnects.append(socket.url))
+
+    async def cards_on_board() -> int:
+        return int(await page.locator("#my-board .card").count())
+
+    async def drop() -> None:
+        before = await cards_on_board()
+        (session,) = [s for s in server.sessions.connected() if s.name == "Cy"]
+        assert session.connection is not None
+        session.connection.transport.abort()  # the TCP connection is gone, no close frame
+        await expect(page.locator(".link-status")).to_contain_text("dropped")
+        await expect(page.locator(".link-status")).to_have_attribute("data-state", "online")
+        await expect(page.locator("#in-hand .card")).to_be_visible()
+        assert await cards_on_board() == before
+        assert len(reconnects) == 2
+
+    async def board_drawn() -> str:
+        # The piles and targets as drawn, without the keyboard's cursor (a new page's own).
+        return (await page.locator("#my-board").inner_html()).replace(" cursor", "")
+
+    async def reload() -> None:
+        before = await board_drawn()
+        await page.reload()  # a new page: its session comes back from the tab's storage
+        await expect(page.locator("#in-hand .card")).to_be_visible()
+        # Rebuilt from the server's board message, which holds every pile as it was.
+        assert await board_drawn() == before
+
+    try:
+        await enter_race(page, live_server, race, "Cy")
+        await expect(page.locator("#in-hand .card")).to_be_visible()
+        await play_to_the_end(page, "click", {3: drop, 6: reload})
+        await race.results()
+    finally:
+        race.cancel()
+    await expect(page.locator(".verify")).to_contain_text("✓ verified", timeout=30_000)
