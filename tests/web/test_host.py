@@ -64,7 +64,8 @@ async def test_a_host_runs_a_two_round_tournament_from_the_console(
         await expect(spectator.locator(".tile")).to_have_count(3)
         await spectator.close()
         await expect(page.locator("#phase")).to_contain_text("Round 1 of 2 over")
-        await expect(page.locator("#tournament-standings tbody td:nth-child(6)").first).to_have_text("1")
+        games = page.locator("#tournament-standings tbody td:nth-child(6)")
+        await expect(games.first).to_have_text("1")
 
         await page.fill("#remove-name", "bot-3")
         await page.click("#remove")

@@ -70,8 +70,8 @@ async def test_a_tampered_result_shows_what_does_not_add_up(
     await expect(verdict).to_contain_text("✗ does not add up")
     winner = next(r.standing for r in finished if r.standing and r.standing.place == 1)
     assert winner is not None
-    await expect(verdict).to_contain_text(f"{winner.name} ({winner.racer}): claimed (score, played, "
-                                          f"face up, face down)")
+    await expect(verdict).to_contain_text(
+        f"{winner.name} ({winner.racer}): claimed (score, played, face up, face down)")
     assert "✓" not in await verdict.inner_text()
 
 
