@@ -12,7 +12,12 @@ from playwright.async_api import Page, expect
 
 from client.tournament_bot import run_tournament_bots
 from protocol import Role
-from protocol.tournament import TournamentState, TournamentStatus, WatchTournament
+from protocol.tournament import (
+    TournamentState,
+    TournamentStatus,
+    WatchTournament,
+    encode_tournament,
+)
 from tests.conftest import LiveServer
 from tests.server.wire_client import WireClient
 from tests.web.conftest import Screenshot
@@ -33,7 +38,7 @@ async def test_a_host_runs_a_two_round_tournament_from_the_console(
     await expect(page.locator("#phase")).to_contain_text("Not open yet")
 
     watcher = await WireClient.connect(live_server.url, "terminal", role=Role.SPECTATOR)
-    await watcher.send(WatchTournament(tournament=code))
+    await watcher.connection.send(encode_tournament(WatchTournament(tournament=code)))
     seen: list[TournamentState] = []
 
     async def watch() -> None:
