@@ -15,7 +15,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from playwright.async_api import Page
+from playwright.async_api import Page, expect
 
 from engine import Adjacency, Card, Game, Ruleset, commitment
 from protocol import RaceFinished, decode_server
@@ -247,3 +247,27 @@ async def test_verification_agrees_with_the_python_check(
 def test_card_names_are_the_engines() -> None:
     # The page writes cards as the engine does (cardName), by the same ids.
     assert [str(Card.from_id(i)) for i in (0, 9, 10, 29, 39)] == ["AC", "TC", "AD", "TH", "TS"]
+
+
+async def test_solo_practice_plays_the_engines_game_without_the_server(
+    page: Page, live_server: LiveServer
+) -> None:
+    await page.goto(f"{live_server.http_url}/solo?seed=foursquare")
+    await expect(page.locator("#card-words")).to_have_text("4 of spades")
+    # Offline from here: the page deals and plays by itself.
+    await page.context.set_offline(True)
+    game = Game.new("foursquare")
+    for _ in range(12):
+        move = game.legal_moves()[-1]
+        await page.locator(f'#my-board .spot.target[data-row="{move[0]}"][data-col="{move[1]}"]').click()
+        game.play(move)
+        await expect(page.locator("#played")).to_have_text(str(game.cards_played))
+    assert await page.locator("#stock").inner_text() == str(game.stock_left)
+    await page.keyboard.press("u")
+    await expect(page.locator("#played")).to_have_text("11")
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#played")).to_have_text("12")
+    await page.click("#new-deal")
+    await expect(page.locator("#played")).to_have_text("0")
+    assert await page.locator("#seed").inner_text() != "foursquare"

@@ -97,3 +97,29 @@ export function drawBoard(piles, { size = 4, targets = null, cursor = null, fogg
   }
   return grid;
 }
+
+const CURSOR_STEPS = {
+  ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
+  k: [-1, 0], j: [1, 0], h: [0, -1], l: [0, 1],
+};
+
+/**
+ * What a key does to a board's cursor: `{ cursor }` (moved by the arrows or hjkl within
+ * the grid's reach, or to the next target with Tab, the previous with Shift+Tab),
+ * `{ place: [row, col] }` (Enter or Space), or null for any other key.
+ */
+export function cursorKey(event, cursor, targets, size) {
+  const [row, col] = cursor ?? targets[0] ?? [0, 0];
+  if (CURSOR_STEPS[event.key]) {
+    const [dr, dc] = CURSOR_STEPS[event.key];
+    const limit = size - 1;
+    const clamp = (v) => Math.max(-limit, Math.min(limit, v));
+    return { cursor: [clamp(row + dr), clamp(col + dc)] };
+  }
+  if (event.key === "Tab" && targets.length) {
+    const at = targets.findIndex(([r, c]) => r === row && c === col);
+    return { cursor: targets[(at + (event.shiftKey ? targets.length - 1 : 1)) % targets.length] };
+  }
+  if (event.key === "Enter" || event.key === " ") return { place: [row, col] };
+  return null;
+}

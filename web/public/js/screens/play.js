@@ -6,7 +6,7 @@
 // the card is hidden until `placed` comes back, so a resend after a reconnect is safe and
 // the screen never shows a move the server did not accept.
 
-import { cardFace, drawBoard, cardWords } from "../board.js";
+import { cardFace, cardWords, cursorKey, drawBoard } from "../board.js";
 import { clock, every, fill, h, plural, REASON_WORDS, serverClock } from "../dom.js";
 import { leaderboard, racerName } from "../leaderboard.js";
 import { RaceState } from "../race_state.js";
@@ -293,23 +293,11 @@ class Racer {
   key(event) {
     const hand = this.pending === null ? this.hand : null;
     if (!hand || this.state.snapshot?.state !== "running" || event.target.closest?.("input")) return;
-    const [row, col] = this.cursor ?? hand.targets[0];
-    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
-      k: [-1, 0], j: [1, 0], h: [0, -1], l: [0, 1] };
-    if (moves[event.key]) {
-      const [dr, dc] = moves[event.key];
-      const limit = this.state.gridSize - 1;
-      this.cursor = [Math.max(-limit, Math.min(limit, row + dr)), Math.max(-limit, Math.min(limit, col + dc))];
-    } else if (event.key === "Tab") {
-      const targets = hand.targets;
-      const at = targets.findIndex(([r, c]) => r === row && c === col);
-      this.cursor = targets[(at + (event.shiftKey ? targets.length - 1 : 1)) % targets.length];
-    } else if (event.key === "Enter" || event.key === " ") {
-      this.place([row, col]);
-    } else {
-      return;
-    }
+    const action = cursorKey(event, this.cursor, hand.targets, this.state.gridSize);
+    if (!action) return;
     event.preventDefault();
+    if (action.place) this.place(action.place);
+    else this.cursor = action.cursor;
     this.schedule();
   }
 
