@@ -259,7 +259,8 @@ async def test_solo_practice_plays_the_engines_game_without_the_server(
     game = Game.new("foursquare")
     for _ in range(12):
         move = game.legal_moves()[-1]
-        await page.locator(f'#my-board .spot.target[data-row="{move[0]}"][data-col="{move[1]}"]').click()
+        spot = f'#my-board .spot.target[data-row="{move[0]}"][data-col="{move[1]}"]'
+        await page.locator(spot).click()
         game.play(move)
         await expect(page.locator("#played")).to_have_text(str(game.cards_played))
     assert await page.locator("#stock").inner_text() == str(game.stock_left)
