@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PY_DIRS := engine protocol server client cli tests bench
 
-.PHONY: run test lint typecheck unit fuzz chaos bench bench-load demo clean browser web-vendor web-check
+.PHONY: run test lint typecheck unit fuzz chaos browser web-vendor web-check screenshots bench bench-load bench-web demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,10 @@ browser:
 	  fi; \
 	fi
 
+# The README's pictures of the web client: the browser tests take them, into docs/images/.
+screenshots: $(STAMP) browser
+	FOURSQUARE_SCREENSHOTS=1 $(BIN)/pytest tests/web -q
+
 # The web client's one library, @msgpack/msgpack, bundled into web/public/vendor/msgpack.mjs
 # (committed, so `make run` needs neither node nor npm). `make web-vendor` builds it again
 # from the versions web/package-lock.json pins; `make web-check` (part of `make test`)
@@ -110,6 +114,11 @@ bench: $(BENCH_STAMP)
 bench-load: $(BENCH_STAMP)
 	$(BIN)/python -m bench.load $(LOAD_FLAGS) --write
 	$(BIN)/python -m bench.load $(LOAD_FLAGS) --goals --write
+
+# The web client's figures (about 2 minutes): the first screen, the scripts' weight, and a
+# race of 1,000 bots watched in Chromium beside a terminal-style spectator.
+bench-web: $(BENCH_STAMP) browser
+	$(BIN)/python -m bench.web --racers 1000 --duration 30 --write
 
 # A local server on a free port, three bots and you, in one quick race.
 demo: $(STAMP)

@@ -114,8 +114,9 @@ async def racers(url: str, count: int, think: float, code_file: Path, seed: int)
 
 
 async def terminal_spectator(url: str, race: str, seen: dict[tuple[str, int], float],
-                             done: asyncio.Event) -> None:
-    """Watch ``race`` as the terminal client does, noting when each progress entry came."""
+                             started: asyncio.Event, done: asyncio.Event) -> None:
+    """Watch ``race`` as the terminal client does, noting when each progress entry came
+    (``started`` is set when the race starts, ``done`` when it has finished)."""
     ws = await connect(url, 60)
     await ws.send(encode(Hello(name="terminal", bot=False, role=Role.SPECTATOR)))
     await ws.recv()
@@ -123,6 +124,8 @@ async def terminal_spectator(url: str, race: str, seen: dict[tuple[str, int], fl
     async for frame in ws:
         now = time.time() * 1000
         message = msgpack.unpackb(frame)
+        if message["type"] == "race" and message["state"] == "running":
+            started.set()
         if message["type"] == "progress":
             for entry in message["racers"]:
                 seen.setdefault((entry["racer"], entry["cards_played"]), now)
@@ -192,14 +195,17 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(0.2)
             race = code_file.read_text()
             seen: dict[tuple[str, int], float] = {}
-            done = asyncio.Event()
-            spectator = asyncio.create_task(terminal_spectator(url, race, seen, done))
+            started, done = asyncio.Event(), asyncio.Event()
+            spectator = asyncio.create_task(terminal_spectator(url, race, seen, started, done))
             context = await browser.new_context(viewport={"width": 1280, "height": 900})
             page = await context.new_page()
             watched: dict[str, int] = {}
             page.on("response", lambda r: watched.__setitem__(r.url, 0))
             await page.goto(f"{http}/watch/{race}?trace=1")
             await page.wait_for_selector("#phase")
+            # Every racer connects and joins first (a minute or so for 1,000), then the
+            # race counts down and starts: the measured window opens at the start.
+            await asyncio.wait_for(started.wait(), 600)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), args.duration)
             drawn = await page.evaluate("globalThis.foursquareTrace.drawnAt")
@@ -278,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--racers", type=int, default=1000)
     parser.add_argument("--think", type=float, default=1.0)
     parser.add_argument("--duration", type=float, default=30.0,
-                        help="seconds of the race watched at most")
+                        help="seconds of the race watched from its start, at most")
     parser.add_argument("--write", action="store_true",
                         help="write bench/results/web.json and docs/performance.md")
     args = parser.parse_args(argv)

@@ -28,6 +28,8 @@ async def test_a_host_runs_a_two_round_tournament_from_the_console(
     page: Page, live_server: LiveServer, screenshot: Screenshot, tmp_path: Path
 ) -> None:
     await page.goto(live_server.http_url + "/")
+    await expect(page.locator("#open-races")).to_contain_text("None right now")
+    await screenshot(page, "home")
     await page.fill("#tournament-name", "Club night")
     await page.fill("#tournament-rounds", "2")
     await page.fill("#tournament-time-limit", "120")
