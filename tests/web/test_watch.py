@@ -29,6 +29,7 @@ async def test_a_race_of_bots_watched_to_the_end_is_verified_in_the_page(
         await screenshot(page, "watch")
         await race.results()
         await expect(page.locator(".verify")).to_contain_text("✓ verified")
+        await expect(page.locator("#clock")).to_contain_text("Raced in 0:0")
         standings = page.locator(".standings tbody tr")
         await expect(standings).to_have_count(3)
         await screenshot(page, "watch-finished")

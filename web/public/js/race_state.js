@@ -1,3 +1,5 @@
+import { clock } from "./dom.js";
+
 // One race as this page knows it, from the server's messages: the latest snapshot, every
 // racer's last progress entry, the boards a spectator may see, the result and the par.
 // Screens read it and redraw what `dirty` says changed.
@@ -89,6 +91,18 @@ export class RaceState {
 
   get gridSize() {
     return this.snapshot?.options.ruleset.grid_size ?? this.finished?.ruleset.grid_size ?? 4;
+  }
+
+  /** The race clock as a line, at server time `now`: the countdown, the time raced and
+   * left, or how long the race took. */
+  clockText(now) {
+    const snapshot = this.snapshot;
+    if (this.finished) return `Raced in ${clock(this.finished.ended_at - this.finished.started_at)}`;
+    if (snapshot?.state === "countdown" && snapshot.starts_at) return `Starts in ${clock(snapshot.starts_at - now + 999)}`;
+    if (snapshot?.state === "running" && snapshot.started_at) {
+      return `${clock(now - snapshot.started_at)}${snapshot.ends_at ? ` · ${clock(snapshot.ends_at - now)} left` : ""}`;
+    }
+    return "";
   }
 
   /** Take the dirty marks (and clear them). */

@@ -302,15 +302,7 @@ class Racer {
   }
 
   tick() {
-    const snapshot = this.state.snapshot;
-    if (!snapshot) return;
-    const now = serverClock.now();
-    const finished = this.state.finished;
-    if (finished) this.parts.clock.textContent = `Raced in ${clock(finished.ended_at - finished.started_at)}`;
-    else if (snapshot.state === "countdown" && snapshot.starts_at) this.parts.clock.textContent = `Starts in ${clock(snapshot.starts_at - now + 999)}`;
-    else if (snapshot.state === "running" && snapshot.started_at) {
-      this.parts.clock.textContent = `${clock(now - snapshot.started_at)}${snapshot.ends_at ? ` · ${clock(snapshot.ends_at - now)} left` : ""}`;
-    } else this.parts.clock.textContent = "";
+    this.parts.clock.textContent = this.state.clockText(serverClock.now());
   }
 }
 

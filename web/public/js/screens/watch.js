@@ -6,7 +6,7 @@
 // behind. A board off screen is marked stale and drawn when it scrolls into view.
 
 import { drawBoard } from "../board.js";
-import { clock, every, fill, h, plural, serverClock } from "../dom.js";
+import { every, fill, h, plural, serverClock } from "../dom.js";
 import { leaderboard, racerName, standingWords } from "../leaderboard.js";
 import { RaceState } from "../race_state.js";
 import { parWords, seedLines, standingsTable, verification } from "../results.js";
@@ -125,21 +125,7 @@ export function watchRace(root, code) {
     }
   }
 
-  every(250, () => {
-    const snapshot = state.snapshot;
-    if (!snapshot) return;
-    const now = serverClock.now();
-    if (state.finished) {
-      parts.clock.textContent = `Raced in ${clock(state.finished.ended_at - state.finished.started_at)}`;
-    } else if (snapshot.state === "countdown" && snapshot.starts_at) {
-      parts.clock.textContent = `Starts in ${clock(snapshot.starts_at - now + 999)}`;
-    } else if (snapshot.state === "running" && snapshot.started_at) {
-      const left = snapshot.ends_at ? ` · ${clock(snapshot.ends_at - now)} left` : "";
-      parts.clock.textContent = `${clock(now - snapshot.started_at)}${left}`;
-    } else {
-      parts.clock.textContent = "";
-    }
-  });
+  every(250, () => { parts.clock.textContent = state.clockText(serverClock.now()); });
 
   const connection = new Connection({
     name: spectatorName(),
