@@ -136,8 +136,8 @@ def imports(path: Path) -> set[str]:
 
 
 #: The modules of each tier (the bus, the journal, config, logs and metrics are shared).
-SOCKET_TIER = {"socket_tier", "connection", "fanout", "admission", "rate_limit", "sessions",
-               "expiry", "metrics_listener"}
+SOCKET_TIER = {"socket_tier", "http_routes", "connection", "fanout", "admission",
+               "rate_limit", "sessions", "expiry", "metrics_listener"}
 RACE_TIER = {"race_tier", "host", "race", "lobby", "tournament", "tournament_host",
              "tournament_store", "outbox", "outgoing", "pars", "winnable", "search_worker"}
 
