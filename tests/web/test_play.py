@@ -94,7 +94,7 @@ async def test_a_dropped_connection_and_a_reload_resume_the_race(
 
     async def drop() -> None:
         before = await cards_on_board()
-        (session,) = [s for s in server.sessions.connected() if s.name == "Cy"]
+        (session,) = [s for s in server.socket_tier.sessions.connected() if s.name == "Cy"]
         assert session.connection is not None
         session.connection.transport.abort()  # the TCP connection is gone, no close frame
         await expect(page.locator(".link-status")).to_contain_text("dropped")
