@@ -71,10 +71,34 @@ def register(subparsers: Subparsers) -> None:
     bot.set_defaults(run=run_bot)
 
 
-def _add_server_argument(parser: argparse.ArgumentParser) -> None:
+class ServerAddresses(argparse.Action):
+    """``--server``, repeated or comma-separated: every address given, in order, joined
+    with commas (what :class:`client.connection.Connection` takes); the default stands
+    only while none is given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        given = [*getattr(namespace, f"{self.dest}_given", []), str(values)]
+        setattr(namespace, f"{self.dest}_given", given)
+        setattr(namespace, self.dest, ",".join(given))
+
+
+def server_argument(parser: Any, what: str = "the server's address") -> None:
+    """Add ``--server`` (repeatable) to ``parser`` (or to a group of exclusive options)."""
     parser.add_argument(
-        "--server", default=DEFAULT_SERVER, help=f"the server's address (default {DEFAULT_SERVER})"
+        "--server", default=DEFAULT_SERVER, action=ServerAddresses, metavar="URL",
+        help=f"{what} (default {DEFAULT_SERVER}); the nodes of a cluster: repeat it or "
+        "separate addresses with commas, and the next is tried when one cannot be reached",
     )
+
+
+def _add_server_argument(parser: argparse.ArgumentParser) -> None:
+    server_argument(parser)
     ca_file_argument(parser)
 
 

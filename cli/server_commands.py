@@ -55,7 +55,8 @@ def register(subparsers: Subparsers) -> None:
         "FOURSQUARE_LOOP, FOURSQUARE_MAX_CONNECTIONS, FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS, "
         "FOURSQUARE_NEW_SESSIONS_PER_MINUTE, FOURSQUARE_SESSION_EXPIRY, "
         "FOURSQUARE_TRUSTED_PROXIES (comma-separated), FOURSQUARE_TLS_CERT, FOURSQUARE_TLS_KEY, "
-        "FOURSQUARE_METRICS_HOST, FOURSQUARE_METRICS_PORT (flags win).",
+        "FOURSQUARE_METRICS_HOST, FOURSQUARE_METRICS_PORT, FOURSQUARE_CLUSTER, "
+        "FOURSQUARE_CLUSTER_PREFIX, FOURSQUARE_NODE_ID, FOURSQUARE_LEASE_TTL (flags win).",
     )
     serve_parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve_parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
@@ -140,6 +141,28 @@ def register(subparsers: Subparsers) -> None:
         help="a reverse proxy (address or CIDR network) whose X-Forwarded-For header names "
         "the client; repeat for several (default: none, the header is ignored)",
     )
+    cluster = serve_parser.add_argument_group(
+        "cluster (several nodes sharing one PostgreSQL --db and one Redis)"
+    )
+    cluster.add_argument(
+        "--cluster", metavar="REDIS_URL",
+        help="run as a node of a cluster whose nodes meet on this Redis "
+        "(redis://HOST:6379/0); --db must then be a postgresql:// URL",
+    )
+    cluster.add_argument(
+        "--cluster-prefix", metavar="NAME",
+        help="what the cluster's Redis channels start with, so that clusters can share a "
+        "Redis (default foursquare)",
+    )
+    cluster.add_argument(
+        "--node-id", metavar="ID",
+        help="this node's name in the cluster (default: host-pid-random, new at each start)",
+    )
+    cluster.add_argument(
+        "--lease-ttl", type=float, metavar="SECONDS",
+        help="seconds the leading node's lease lasts unrenewed: how long its races stand "
+        "still if it dies, before another node takes them over (default 5)",
+    )
     serve_parser.set_defaults(run=run_serve)
 
     result_parser = subparsers.add_parser(
@@ -193,6 +216,10 @@ def run_serve(args: argparse.Namespace) -> int:
             metrics_host=args.metrics_host,
             metrics_port=args.metrics_port,
             web_root=args.web_root,
+            cluster=args.cluster,
+            cluster_prefix=args.cluster_prefix,
+            node_id=args.node_id,
+            lease_ttl=args.lease_ttl,
         )
         if args.no_journal:
             config = dataclasses.replace(config, journal=False)

@@ -15,14 +15,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cli.client_commands import ca_file_argument
+from cli.client_commands import ca_file_argument, server_argument
 
 if TYPE_CHECKING:
     from protocol.tournament import TournamentClientMessage, TournamentExport, TournamentState
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 
-DEFAULT_SERVER = "ws://127.0.0.1:8765"
 TOKEN_VARIABLE = "FOURSQUARE_HOST_TOKEN"
 #: Seconds to wait for the server's answer.
 ANSWER_TIMEOUT = 30.0
@@ -88,9 +87,7 @@ def register(subparsers: Subparsers) -> None:
     export = commands.add_parser("export", help="standings plus every game, as JSON or CSV")
     export.add_argument("code", metavar="CODE")
     source = export.add_mutually_exclusive_group()
-    source.add_argument(
-        "--server", default=DEFAULT_SERVER, help=f"ask this server (default {DEFAULT_SERVER})"
-    )
+    server_argument(source, "ask this server")
     source.add_argument(
         "--db", help="read the server's store instead: its SQLite journal file or its "
         "postgresql:// URL"
@@ -109,9 +106,7 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _server_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--server", default=DEFAULT_SERVER, help=f"the server's address (default {DEFAULT_SERVER})"
-    )
+    server_argument(parser)
     ca_file_argument(parser)
 
 
@@ -339,8 +334,9 @@ def ask(server: str, message: TournamentClientMessage, ca_file: str | None = Non
     """
     import asyncio
 
-    from client.connection import tls_options
+    from client.connection import server_addresses, tls_options
 
+    server = server_addresses(server)[0]  # one question: the first node answers it
     try:
         tls = tls_options(server, ca_file)
     except ValueError as error:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, cast
@@ -60,6 +60,22 @@ def tls_options(url: str, ca_file: str | None) -> dict[str, Any]:
     except (OSError, ssl.SSLError) as error:
         raise ValueError(f"cannot read certificates from {ca_file}: {error}") from None
     return {"ssl": context}
+
+
+def server_addresses(given: str | Sequence[str]) -> tuple[str, ...]:
+    """The server addresses ``given`` names: one, several separated by commas, or a list
+    of either (``--server`` repeated). Raises ``ValueError`` when it names none.
+
+    >>> server_addresses(["ws://a:8765,ws://b:8765", "ws://c:8765"])
+    ('ws://a:8765', 'ws://b:8765', 'ws://c:8765')
+    """
+    items = [given] if isinstance(given, str) else list(given)
+    addresses = tuple(
+        address.strip() for item in items for address in item.split(",") if address.strip()
+    )
+    if not addresses:
+        raise ValueError("no server address given")
+    return addresses
 
 
 class LinkState(Enum):
@@ -124,7 +140,7 @@ class Connection:
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         name: str,
         *,
         bot: bool = False,
@@ -137,10 +153,16 @@ class Connection:
         ca_file: str | None = None,
         resume: str | None = None,
     ) -> None:
-        """``ca_file`` is trusted besides the system's store for a ``wss://`` ``url``
-        (see :func:`tls_options`)."""
-        self.url = url
-        self._tls = tls_options(url, ca_file)
+        """``url`` is the server's address, or several (a list, or one string with commas):
+        the addresses of a cluster's nodes, any of which serves the session. The first is
+        tried first; when it cannot be reached, or the connection to it is lost, the next
+        one is (round the list, with the backoff between rounds of reconnection).
+        ``ca_file`` is trusted besides the system's store for a ``wss://`` address (see
+        :func:`tls_options`)."""
+        self.urls = server_addresses(url)
+        self.url = self.urls[0]
+        """The address in use (or tried last)."""
+        self._tls = {address: tls_options(address, ca_file) for address in self.urls}
         self.name = name
         self.bot = bot
         self.role = role
@@ -170,6 +192,9 @@ class Connection:
         """
         delays = self.backoff.delays()
         self._set_state(LinkState.CONNECTING, f"Connecting to {self.url}…")
+        untried = len(self.urls)
+        """Addresses not yet tried since the last welcome (the first connection tries
+        each before giving up)."""
         while not self._closing:
             socket: ClientConnection | None = None
             refusal: str | None = None
@@ -179,10 +204,11 @@ class Connection:
                     max_size=Limits().max_server_frame,
                     open_timeout=self.open_timeout,
                     close_timeout=1.0,
-                    **self._tls,
+                    **self._tls[self.url],
                 ) as socket:
                     welcome = await self._greet(socket)
                     delays = self.backoff.delays()
+                    untried = len(self.urls)
                     self._socket = socket
                     self._set_state(LinkState.ONLINE, f"Connected to {self.url} as {welcome.name}.")
                     yield welcome
@@ -198,7 +224,8 @@ class Connection:
                 pass  # the close code decides below
             except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as error:
                 refusal = refusal_sentence(error)
-                if self.welcome is None:
+                untried -= 1
+                if self.welcome is None and untried <= 0:
                     self._set_state(LinkState.CLOSED, "")
                     raise ConnectionFailed(describe_unreachable(self.url, error)) from None
             finally:
@@ -206,6 +233,9 @@ class Connection:
             if self._closing:
                 break
             self._stop_if_final(socket)
+            self._next_address()
+            if self.welcome is None and refusal is not None:
+                continue  # the first connection: the next address at once
             try:
                 delay = next(delays)
             except StopIteration:
@@ -219,6 +249,10 @@ class Connection:
             await self.sleep(delay)
             self.reconnects += 1
         self._set_state(LinkState.CLOSED, "Disconnected.")
+
+    def _next_address(self) -> None:
+        """Use the next address of the list from now on (the same one if there is one)."""
+        self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
 
     def _stop_if_final(self, socket: ClientConnection | None) -> None:
         """Raise :class:`ConnectionFailed` if the way the socket closed rules out a retry."""

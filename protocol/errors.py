@@ -71,6 +71,7 @@ class ErrorCode(StrEnum):
     SERVER_BUSY = "server_busy"
     NO_WINNABLE_DEAL = "no_winnable_deal"
     SHUTTING_DOWN = "shutting_down"
+    UNAVAILABLE = "unavailable"
     INTERNAL_ERROR = "internal_error"
     TOURNAMENT_NOT_FOUND = "tournament_not_found"
     NOT_HOST = "not_host"
@@ -117,6 +118,10 @@ _SENTENCES: dict[ErrorCode, str] = {
         "choose other rules or the random seed policy."
     ),
     ErrorCode.SHUTTING_DOWN: "The server is shutting down; reconnect later.",
+    ErrorCode.UNAVAILABLE: (
+        "Races cannot be served for a moment (the database cannot be reached, or another "
+        "node is taking the races over); nothing was done: send it again shortly."
+    ),
     ErrorCode.INTERNAL_ERROR: "The server failed to handle the message.",
     ErrorCode.TOURNAMENT_NOT_FOUND: "No tournament has that code.",
     ErrorCode.NOT_HOST: "Only the tournament's host token can do that.",

@@ -16,11 +16,13 @@ import signal
 import ssl
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from websockets.asyncio.server import Server, serve
 
 from protocol import CloseCode
 from server.bus import InProcessBus
+from server.cluster import ClusterNode, new_node_id
 from server.config import ServerConfig
 from server.connection import RaceConnection, check_websockets
 from server.http_routes import WebFiles
@@ -30,6 +32,7 @@ from server.metrics import Metrics
 from server.metrics_listener import PATH as METRICS_PATH
 from server.metrics_listener import serve_metrics
 from server.race_tier import RaceTier
+from server.redis_bus import RedisBus
 from server.socket_tier import SocketTier
 from server.store import Store, open_store, shown
 
@@ -44,7 +47,10 @@ class RaceServer:
     def __init__(self, config: ServerConfig):
         self.config = config
         self.metrics = Metrics()
-        self.bus = InProcessBus()
+        self.bus: InProcessBus | RedisBus = InProcessBus()
+        """The bus between the tiers: in-process, or a cluster's over Redis."""
+        self.node: ClusterNode | None = None
+        """This server's part in its cluster (``--cluster``), once started."""
         self.port = config.port
         self.metrics_port = config.metrics_port
         """The metrics port once started, or ``None`` when metrics are on the game port."""
@@ -89,10 +95,12 @@ class RaceServer:
 
     @property
     def race_tier(self) -> RaceTier:
-        """The races, tournaments and lobby (after :meth:`start`)."""
-        if self._race_tier is None:
-            raise RuntimeError("the server has not started")
-        return self._race_tier
+        """The races, tournaments and lobby (after :meth:`start`; in a cluster, while this
+        node leads)."""
+        tier = self.node.tier if self.node is not None else self._race_tier
+        if tier is None:
+            raise RuntimeError("no race tier runs here now")
+        return tier
 
     @property
     def socket_tier(self) -> SocketTier:
@@ -114,6 +122,9 @@ class RaceServer:
         """
         check_websockets()  # on a release the frame splitting was not tested on: no start
         tls = tls_context(self.config)  # a certificate that cannot be used stops us first
+        if self.config.cluster is not None:
+            await self._start_node(tls)
+            return
         try:
             recovered = await self._open_journal()
             races = self._race_tier = RaceTier(
@@ -127,48 +138,86 @@ class RaceServer:
             self.bus.listen(sockets.on_events)
             sockets.start(recovered.players)
             await races.recover(recovered)
-            self._server = await serve(
-                sockets.handle,
-                self.config.host,
-                self.config.port,
-                process_request=sockets.process_request,
-                compression=None,
-                max_size=sockets.limits.max_client_frame,
-                open_timeout=self.config.handshake_timeout,
-                ping_interval=None,  # pings only for connections gone quiet: see _Liveness
-                close_timeout=self.config.close_timeout,
-                create_connection=RaceConnection,
-                ssl=tls,
-            )
-            self.port = self._server.sockets[0].getsockname()[1]
-            if self.config.metrics_port is not None:
-                self._metrics_server = await serve_metrics(
-                    self.metrics,
-                    self.config.metrics_host,
-                    self.config.metrics_port,
-                    timeout=self.config.handshake_timeout,
-                    request_bytes=self.config.metrics_request_bytes,
-                )
-                self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
+            await self._listen(sockets, tls)
         except BaseException:
-            if self._server is not None:
-                self._server.close()
-                await self._server.wait_closed()
-            if self._socket_tier is not None:
-                self._socket_tier.begin_stopping()
-            if self._race_tier is not None:
-                self._race_tier.stop()
-            if self._journal is not None:
-                await self._journal.aclose()
+            await self._undo_start()
             raise
         races.start()
+        self._log_start(races=len(races.hosts))
+
+    async def _start_node(self, tls: ssl.SSLContext | None) -> None:
+        """Start as a node of a cluster: the store (shared), the bus over Redis, the
+        socket tier, and the campaign to lead (:mod:`server.cluster`)."""
+        config = self.config
+        assert config.cluster is not None
+        node_id = config.node_id or new_node_id()
+        try:
+            self._journal = await open_store(config)
+            bus = self.bus = RedisBus(
+                config.cluster, config.cluster_prefix, node_id,
+                failover_wait=config.failover_wait,
+            )
+            await bus.start()
+            sockets = self._socket_tier = SocketTier(config, self.metrics, bus, self.journal)
+            bus.listen(sockets.on_events)
+            bus.on_resync(sockets.attach_again)
+            sockets.start(())  # sessions are read from the store as they resume
+            await self._listen(sockets, tls)
+        except BaseException:
+            await self._undo_start()
+            raise
+        self.node = ClusterNode(config, self.journal, bus, self.metrics, node_id)
+        self.node.start()
+        self._log_start(node=node_id, cluster=config.cluster)
+
+    async def _listen(self, sockets: SocketTier, tls: ssl.SSLContext | None) -> None:
+        """Listen for connections (and for metrics, on their own port if asked)."""
+        self._server = await serve(
+            sockets.handle,
+            self.config.host,
+            self.config.port,
+            process_request=sockets.process_request,
+            compression=None,
+            max_size=sockets.limits.max_client_frame,
+            open_timeout=self.config.handshake_timeout,
+            ping_interval=None,  # pings only for connections gone quiet: see _Liveness
+            close_timeout=self.config.close_timeout,
+            create_connection=RaceConnection,
+            ssl=tls,
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        if self.config.metrics_port is not None:
+            self._metrics_server = await serve_metrics(
+                self.metrics,
+                self.config.metrics_host,
+                self.config.metrics_port,
+                timeout=self.config.handshake_timeout,
+                request_bytes=self.config.metrics_request_bytes,
+            )
+            self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
+
+    async def _undo_start(self) -> None:
+        """A start that failed half-way: close what it opened."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        if self._socket_tier is not None:
+            self._socket_tier.begin_stopping()
+        if self._race_tier is not None:
+            self._race_tier.stop()
+        if isinstance(self.bus, RedisBus):
+            await self.bus.aclose()
+        if self._journal is not None:
+            await self._journal.aclose()
+
+    def _log_start(self, **fields: Any) -> None:
         log_event(
             "server_start",
             url=self.url,
             metrics=self.metrics_url,
             db=shown(self.config.db) if self.config.journal else None,
             sync=self.config.sync.value,
-            races=len(races.hosts),
+            **fields,
         )
 
     async def _open_journal(self) -> Recovered:
@@ -188,6 +237,7 @@ class RaceServer:
             "server_stopping",
             connections=len(sockets.connections) if sockets else 0,
             races=len(races.hosts) if races else 0,
+            node=self.node.node_id if self.node else None,
         )
         if self._server is not None:
             self._server.close(close_connections=False)
@@ -195,6 +245,8 @@ class RaceServer:
             sockets.begin_stopping()
         if races is not None:
             await races.drain()
+        if self.node is not None:
+            await self.node.stop()  # its races drained, its lease released
         if self._journal is not None:
             if not self.failed and sockets is not None:
                 # Connected sessions were seen until now: their idle time starts here.
@@ -208,6 +260,8 @@ class RaceServer:
             await self._server.wait_closed()
         if races is not None:
             races.stop()
+        if isinstance(self.bus, RedisBus):
+            await self.bus.aclose()
         if self._metrics_server is not None:
             self._metrics_server.close()  # last: metrics are worth reading while it stops
             await self._metrics_server.wait_closed()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from server.journal import Sync
 from server.race import RECONNECT_GRACE, SeedSource, random_seed
+from server.store import is_database_url
 
 #: Environment variables read by :meth:`ServerConfig.from_environment`, by field.
 ENVIRONMENT = {
@@ -27,6 +28,10 @@ ENVIRONMENT = {
     "metrics_host": "FOURSQUARE_METRICS_HOST",
     "metrics_port": "FOURSQUARE_METRICS_PORT",
     "web_root": "FOURSQUARE_WEB_ROOT",
+    "cluster": "FOURSQUARE_CLUSTER",
+    "cluster_prefix": "FOURSQUARE_CLUSTER_PREFIX",
+    "node_id": "FOURSQUARE_NODE_ID",
+    "lease_ttl": "FOURSQUARE_LEASE_TTL",
 }
 
 Clock = Callable[[], float]
@@ -63,6 +68,27 @@ class ServerConfig:
     """Seconds PostgreSQL has to connect, or to commit a transaction, before the store
     counts as unavailable (the moves waiting on it are not acknowledged); a database that
     does not answer would otherwise hold every move for good."""
+    cluster: str | None = None
+    """A ``redis://`` URL: this server is a node of a cluster whose nodes meet on that
+    Redis (the bus) and share the PostgreSQL store ``db`` names (see
+    :mod:`server.cluster`). ``None``: one server on its own, with the in-process bus."""
+    cluster_prefix: str = "foursquare"
+    """What every Redis channel of the cluster starts with: several clusters (or tests)
+    can share one Redis, each with its own prefix."""
+    node_id: str | None = None
+    """This node's name in the cluster (who holds a lease); ``None``: one is made at
+    start from the host's name, the process id and a random part
+    (:func:`server.cluster.new_node_id`), so that a restarted node is a new one."""
+    lease_ttl: float = 5.0
+    """Seconds a cluster's leader holds its lease without renewing it (it renews every
+    third of that). A leader that dies is replaced once this has passed, so it bounds
+    how long its races stand still; too short, and a leader slowed for a moment (a long
+    pause of its process, a slow database) loses its races to another node."""
+    failover_wait: float = 15.0
+    """Seconds a node keeps trying to hand a command to the cluster's leader when no
+    node leads (a failover under way, or Redis cut off); then the request is refused with
+    ``unavailable``. More than ``lease_ttl`` plus a takeover, so that a failover alone
+    refuses nothing."""
     journal: bool = True
     """``False`` only to measure the journal's cost: nothing is stored, nothing recovered."""
     quick_countdown: float = 5.0
@@ -198,6 +224,17 @@ class ServerConfig:
         for name, number in (("port", config.port), ("metrics port", config.metrics_port)):
             if number is not None and not 0 <= number <= 65535:
                 raise ValueError(f"the {name} must be from 0 to 65535, not {number}")
+        if config.cluster is not None and not is_database_url(config.db):
+            raise ValueError(
+                "a cluster's nodes share one store: give a postgresql:// URL with --db "
+                "(or FOURSQUARE_DB) along with --cluster"
+            )
+        if config.cluster is not None and not config.cluster.startswith(
+            ("redis://", "rediss://", "unix://")
+        ):
+            raise ValueError(f"--cluster needs a redis:// URL, not {config.cluster!r}")
+        if not config.lease_ttl > 0:
+            raise ValueError("a lease must last more than 0 seconds (--lease-ttl)")
         if (config.tls_cert is None) != (config.tls_key is None):
             raise ValueError("TLS needs both a certificate (--tls-cert) and its key (--tls-key)")
         return config
@@ -272,5 +309,6 @@ _PARSERS: dict[str, Callable[[object], object]] = {
     "max_connections_per_address": _count,
     "new_sessions_per_minute": _count,
     "session_idle_expiry": _seconds,
+    "lease_ttl": _seconds,
     "trusted_proxies": _networks,
 }

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from server.config import Clock, ServerConfig
-from server.journal import PlayersForgotten, Record
+from server.journal import PlayerRecord, PlayersForgotten, Record
 from server.logs import log_event
 from server.metrics import Metrics
 from server.sessions import SessionRegistry
@@ -35,6 +35,10 @@ class SessionRecords(Protocol):
 
     async def write(self, *records: Record) -> None:
         """Write ``records`` and return once they are committed."""
+        ...
+
+    async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
+        """The stored player whose resume token has digest ``token_hash``."""
         ...
 
 

@@ -688,6 +688,17 @@ class Journal(StoreBase):
         """:meth:`results`, in a thread."""
         return await asyncio.to_thread(self.results, race_ids)
 
+    async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
+        """The stored player whose resume token has digest ``token_hash``, read in a
+        thread."""
+
+        def read() -> PlayerRecord | None:
+            with self.reading() as connection:
+                row = connection.execute(PLAYER_BY_TOKEN_QUERY, (token_hash,)).fetchone()
+            return None if row is None else player_from_row(row)
+
+        return await asyncio.to_thread(read)
+
     async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
         """The stored tournaments (only the one with join code ``code`` if given), read in
         a thread."""
@@ -800,6 +811,20 @@ PLAYERS_QUERY = (
 )
 
 
+#: The player whose resume token has this digest (a row as :data:`PLAYERS_QUERY`'s).
+PLAYER_BY_TOKEN_QUERY = (
+    "SELECT player_id, token_hash, name, bot, created_at, role,"
+    " coalesce(last_seen, created_at) AS seen FROM players WHERE token_hash = ?"
+)
+
+
+def player_from_row(row: Sequence[Any]) -> PlayerRecord:
+    """A row of :data:`PLAYERS_QUERY` as a record (raises ``ValueError`` for a role it
+    does not know)."""
+    return PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]),
+                        row[6])
+
+
 def recovered_from(
     players: Iterable[Sequence[Any]],
     unfinished: Iterable[Sequence[Any]],
@@ -824,11 +849,7 @@ def recovered_from(
         if own is not None:
             own.append(CommandRecord(race_id, command_from_json(command), at))
     return Recovered(
-        tuple(
-            PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]),
-                         row[6])
-            for row in players
-        ),
+        tuple(player_from_row(row) for row in players),
         tuple(StoredRace(opened, tuple(kept[opened.race_id])) for opened in races),
         tuple(Watching(player_id, race_id) for player_id, race_id in watching),
     )
@@ -1059,6 +1080,10 @@ class DisabledJournal(Journal):
     def recovered(self) -> Recovered:
         """Nothing: nothing was stored."""
         return Recovered()
+
+    async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
+        """None: nothing was stored."""
+        return None
 
     async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
         """None: nothing was stored."""

@@ -47,12 +47,15 @@ import psycopg
 
 from protocol.result import RaceResult
 from server.journal import (
+    PLAYER_BY_TOKEN_QUERY,
     PLAYERS_QUERY,
     CommandRecord,
+    PlayerRecord,
     RaceOpened,
     Record,
     Recovered,
     command_to_json,
+    player_from_row,
     recovered_from,
     statements_of,
 )
@@ -503,6 +506,15 @@ class PostgresStore(StoreBase):
                 (list(race_ids),),
             )
             return {race_id: RaceResult.from_json(text) for race_id, text in rows}
+
+        return await self._read(read)
+
+    async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
+        """The stored player whose resume token has digest ``token_hash``."""
+
+        async def read(connection: Connection) -> PlayerRecord | None:
+            rows = await _rows(connection, _sql(PLAYER_BY_TOKEN_QUERY), (token_hash,))
+            return player_from_row(rows[0]) if rows else None
 
         return await self._read(read)
 

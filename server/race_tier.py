@@ -159,11 +159,15 @@ class RaceTier:
         # Searches end now: a request waiting for a winnable deal is refused (each would
         # otherwise hold its connection, and so the shutdown, for up to its budget), and
         # no par is sent once the server has stopped.
-        await self.winnable.close()
-        await self.pars.close()
+        await self.close_searches()
         await asyncio.gather(
             *(host.drain() for host in self.hosts.values()), self._outbox.drain()
         )
+
+    async def close_searches(self) -> None:
+        """End the searches for seeds and pars (their child processes exit)."""
+        await self.winnable.close()
+        await self.pars.close()
 
     def stop(self) -> None:
         """Send nothing more, and stop every clock."""
@@ -602,8 +606,11 @@ class RaceTier:
 
     def _holds(self, session_id: str) -> bool:
         """Whether an idle session must be kept: it races in a race not over (from the
-        lobby on: a recovered lobby still seats it), or it is entered in a tournament
-        that is not over."""
+        lobby on: a recovered lobby still seats it), it is entered in a tournament that
+        is not over, or it is connected after all (in a cluster, the node that asks may
+        have seen it leave while it came back on another node)."""
+        if session_id in self._present:
+            return True
         host = self._seat_host(session_id)
         if (
             host is not None

@@ -62,10 +62,11 @@ from server.connection import Message, RaceConnection
 from server.expiry import SessionExpiry, SessionRecords
 from server.http_routes import HttpRoutes, WebFiles
 from server.journal import PlayerRecord, PlayerSeen
+from server.journal_file import JournalRefused
 from server.logs import LogBudget, failure, log_event
 from server.metrics import Metrics
 from server.rate_limit import TokenBucket
-from server.sessions import Session, SessionRegistry
+from server.sessions import Session, SessionRegistry, token_digest
 
 SERVER_INFO = protocol.ServerInfo(name="foursquare", version="0.1.0")
 
@@ -126,14 +127,38 @@ class SocketTier:
         """Know the stored sessions (loaded in the order they were last seen), start
         expiring idle ones, and take the race tier's events."""
         for player in players:
-            self.sessions.add(
-                Session(player.player_id, player.token_hash, player.name, player.bot, player.role),
-                idle_since=player.created_at if player.last_seen is None else player.last_seen,
-            )
+            self._know(player)
         self._loop = asyncio.get_running_loop()
         self._expiry = SessionExpiry(
             self.config, self.sessions, self._records, self.metrics, self._ask_expiry
         )
+
+    def _know(self, player: PlayerRecord) -> Session:
+        """Register a stored session (it has no connection yet)."""
+        session = Session(
+            player.player_id, player.token_hash, player.name, player.bot, player.role
+        )
+        self.sessions.add(
+            session,
+            idle_since=player.created_at if player.last_seen is None else player.last_seen,
+        )
+        return session
+
+    def attach_again(self) -> None:
+        """Send the race tier every connected session again (a new leader of a cluster,
+        or this node's bus back after a cut): it learns who is present, and sends each
+        where it stands. Whatever waited for an answer from the race tier before is let go
+        (that answer may never come)."""
+        self._release_waiting()
+        for session in self.sessions.connected():
+            ticket, _ = self._ticket()
+            self._bus.send(Attach(session.caller, True, ticket))
+
+    def _release_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, {}
+        for done in waiting.values():
+            if not done.done():
+                done.set_result(None)
 
     def begin_stopping(self) -> None:
         """Answer no more requests (each is refused with ``shutting_down``), expire no
@@ -157,9 +182,7 @@ class SocketTier:
         close frame behind a full write buffer, and websockets waits for that to drain
         first, for as long as the client does not read.
         """
-        for waiting in self._waiting.values():
-            if not waiting.done():
-                waiting.set_result(None)
+        self._release_waiting()
         connections = list(self.connections)
         closing = [asyncio.create_task(c.close(code, reason)) for c in connections]
         if not closing:
@@ -287,6 +310,27 @@ class SocketTier:
         resumed = hello.resume is not None
         if hello.resume is not None:
             found = self.sessions.resume(hello.resume)
+            if found is None and self.config.cluster is not None:
+                # Made on another node of the cluster: every node reads sessions from the
+                # shared store.
+                try:
+                    stored = await self._records.read_player(token_digest(hello.resume))
+                except JournalRefused:
+                    await self._refuse_and_close(
+                        connection,
+                        ProtocolError(
+                            ErrorCode.UNAVAILABLE,
+                            "sessions cannot be read now (the database cannot be reached): "
+                            "resume again shortly",
+                            in_reply_to="hello",
+                            reply_to=hello.id,
+                        ),
+                        CloseCode.GOING_AWAY,
+                    )
+                    return None
+                if stored is not None and self.sessions.get(stored.player_id) is None:
+                    self._know(stored)
+                    found = self.sessions.resume(hello.resume)
             if found is None:
                 await self._refuse_and_close(
                     connection,

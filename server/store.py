@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from protocol.result import RaceResult
     from server.config import ServerConfig
-    from server.journal import Record, Recovered
+    from server.journal import PlayerRecord, Record, Recovered
     from server.tournament import SeedSource, Tournament
     from server.tournament_store import StoredTournament
 
@@ -148,6 +148,11 @@ class Store(Protocol):
 
     async def read_results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
         """The stored results of those of ``race_ids`` that have one."""
+        ...
+
+    async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
+        """The stored player whose resume token has digest ``token_hash`` (in a cluster,
+        a session made on another node resumes on this one)."""
         ...
 
     async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
@@ -386,8 +391,9 @@ def shown(db: str) -> str:
 
 async def open_store(config: ServerConfig) -> Store:
     """The store ``config`` names (its ``db``), opened for writing and holding the lease
-    of :data:`EVERY_RESOURCE`. Raises :class:`~server.journal_file.JournalRefused` (a
-    sentence) when it may not be opened."""
+    of :data:`EVERY_RESOURCE` (unless it is a cluster's: its nodes take it as they
+    lead). Raises :class:`~server.journal_file.JournalRefused` (a sentence) when it may
+    not be opened."""
     if not config.journal:
         from server.journal import DisabledJournal
 
@@ -395,7 +401,10 @@ async def open_store(config: ServerConfig) -> Store:
     if is_database_url(config.db):
         from server.postgres import PostgresStore
 
-        store: Store = await PostgresStore.open(config.db, timeout=config.store_timeout)
+        # A cluster's nodes take leases as they lead (server.cluster), not one for good.
+        store: Store = await PostgresStore.open(
+            config.db, timeout=config.store_timeout, lease_everything=config.cluster is None
+        )
         return store
     from server.journal import Journal
     from server.journal_file import refusing

@@ -149,3 +149,24 @@ def test_the_tiers_import_nothing_of_each_other_and_the_race_tier_no_websockets(
     for module in RACE_TIER:
         crossing = imports(SERVER / f"{module}.py") & (SOCKET_TIER | {"websockets", "app"})
         assert not crossing, f"server/{module}.py imports {crossing}"
+
+
+def test_every_command_and_event_comes_back_from_the_codec_as_it_went() -> None:
+    from server.bus_codec import CLASSES, pack, unpack
+
+    items = [*COMMANDS, Request(ANN, WatchTournament(tournament="ABCDEF", id=9)), *EVENTS,
+             Refuse("p-2", ErrorCode.RACE_FULL, "full")]
+    assert unpack(pack(items)) == items
+    # One of every class crosses in the list above.
+    assert {type(item) for item in items} | {Caller, ToSession, ToFeed} == set(CLASSES)
+
+
+def test_the_codec_refuses_a_document_it_did_not_make() -> None:
+    import msgpack
+    import pytest
+
+    from server.bus_codec import unpack
+
+    for data in (b"\xc1", msgpack.packb([[99, 1]]), msgpack.packb([[0, "p-1"]]), b"\x01"):
+        with pytest.raises(ValueError):
+            unpack(data)
