@@ -33,7 +33,8 @@ Report = Callable[[str], None]
 """Where a bot says, as it goes, how each of its races ended (one line each)."""
 
 RATE_LIMIT_PAUSE = 1.0
-"""Seconds a bot waits after the server says it sends too fast."""
+"""Seconds a bot waits after the server says it sends too fast, or cannot serve races for
+a moment (``unavailable``), before it sends its move again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +121,8 @@ class Bot:
             mirror = self.tracker.mirror
             if message.in_reply_to in ("place", None) and mirror is not None:
                 mirror.pending = None  # refused or unread: think again and resend
-                if message.code is ErrorCode.RATE_LIMITED:
-                    await self.sleep(RATE_LIMIT_PAUSE)
+                if message.code in (ErrorCode.RATE_LIMITED, ErrorCode.UNAVAILABLE):
+                    await self.sleep(RATE_LIMIT_PAUSE)  # sending again at once would not help
                 await self._act()
             return None
         self.tracker.apply(message)

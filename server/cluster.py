@@ -245,7 +245,10 @@ class ClusterNode:
                 return
             log_event("leader_suspended", logging.ERROR, node=self.node_id, error=str(error))
             self.role = Role.SUSPENDED
+            held = self._held
             await self._drop_tier()
+            for command in held:
+                self._bus.publish(undelivered(command))
         self.on_change(Role.SUSPENDED)
 
     async def _step_down(self, lost: LeaseLost | None) -> None:
@@ -257,7 +260,10 @@ class ClusterNode:
                       reason=str(lost) if lost is not None else "another node leads")
             self.role = Role.FOLLOWER
             self._bus.serve(None)
+            held = self._held  # never applied here: the new leader takes them
             await self._drop_tier()
+            for command in held:
+                self._bus.send(command)
             if self._lease is not None:
                 await self._let_go(self._lease)
             self._lease = None

@@ -220,3 +220,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="SIGKILLs of the server in tests/server/test_chaos.py (default: a few)",
     )
+
+
+#: The Redis the tests use when ``REDIS_URL`` does not name another.
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+#: How to start the machine's Redis, said when it cannot be reached.
+START_REDIS = "redis-server --daemonize yes"
+
+
+def redis_server_url() -> str:
+    """The Redis the cluster tests meet on."""
+    return os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """The machine's Redis (``REDIS_URL``), checked: one that cannot be reached fails the
+    test with the command that starts it, never a skip. Tests keep apart by a channel
+    prefix of their own (``cluster_prefix``), not by stopping or flushing it."""
+    import redis
+
+    url = redis_server_url()
+    client = redis.Redis.from_url(url, socket_connect_timeout=5)
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as error:
+        pytest.fail(
+            f"Redis at {url} cannot be reached ({error}): start it with `{START_REDIS}`, "
+            "or name another with REDIS_URL",
+            pytrace=False,
+        )
+    finally:
+        client.close()
+    return url
+
+
+@pytest.fixture
+def cluster_prefix() -> str:
+    """A Redis channel prefix of this test's own."""
+    return f"foursquare-test-{secrets.token_hex(6)}"

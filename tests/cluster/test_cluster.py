@@ -1,0 +1,103 @@
+"""A cluster end to end: three node processes on one PostgreSQL database and one Redis.
+
+Each test plays a real race with the real client's bots, spread over the nodes, does
+something to the cluster mid-race (nothing, SIGKILL of the leader, SIGSTOP of it past its
+lease, a Redis restart, the database unavailable), lets the race finish, and checks what
+the racers saw against what the journal holds (:func:`check_result`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+from tests.cluster.harness import (
+    PATIENCE,
+    Cluster,
+    Racer,
+    Spectator,
+    check_result,
+    moves_made,
+    race_of,
+    running_cluster,
+)
+
+
+async def play(
+    cluster: Cluster, racer_nodes: tuple[str, str], watcher_node: str, pace: float = 0.2
+) -> tuple[list[Racer], Spectator, asyncio.Task[None]]:
+    """Two racers on ``racer_nodes`` in one quick race, a spectator on ``watcher_node``;
+    the task runs until all three have seen the race's end."""
+    racers = [Racer(cluster.addresses(node), f"r-{node}", pace) for node in racer_nodes]
+    playing = [asyncio.create_task(racer.run()) for racer in racers]
+    race = await race_of(racers)
+    spectator = Spectator(cluster.addresses(watcher_node), race)
+
+    async def everyone() -> None:
+        async with asyncio.timeout(PATIENCE * 2):
+            results = await asyncio.gather(*playing, spectator.run())
+        for result in results[:-1]:
+            assert result.standing is not None, result.describe()  # type: ignore[union-attr]
+
+    return racers, spectator, asyncio.create_task(everyone())
+
+
+async def test_a_race_across_three_nodes_is_played_to_the_end(
+    tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
+) -> None:
+    with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
+        leader = await cluster.wait_for_leader()
+        others = [name for name in cluster.nodes if name != leader]
+        racers, spectator, done = await play(cluster, (others[0], others[1]), leader)
+        await done
+        race = await race_of(racers)
+        check_result(postgres_url, race, racers, tmp_path)
+        assert all(racer.welcomes() == 1 for racer in racers)  # nobody had to reconnect
+        assert spectator.seen[-1] == racers[0].tracker.finished
+
+
+async def test_the_leader_killed_mid_race_the_race_finishes_on_another_node(
+    tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
+) -> None:
+    with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
+        leader = await cluster.wait_for_leader()
+        others = [name for name in cluster.nodes if name != leader]
+        # One racer on the leader, one on another node, the spectator on the third.
+        racers, spectator, done = await play(cluster, (leader, others[0]), others[1])
+        await moves_made(racers[0], 3)
+        cluster.nodes[leader].kill()
+        successor = await cluster.wait_for_leader(other_than=leader)
+        await done
+        race = await race_of(racers)
+        check_result(postgres_url, race, racers, tmp_path)
+        assert racers[0].welcomes() >= 2  # it came back through another node
+        recovered = [line for line in cluster.log(successor)
+                     if line.get("event") == "race_recovered"]
+        assert [line["race"] for line in recovered] == [race]
+        assert spectator.seen[-1] == racers[0].tracker.finished
+
+
+async def test_a_leader_stopped_past_its_lease_writes_nothing_when_it_wakes(
+    tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
+) -> None:
+    with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
+        leader = await cluster.wait_for_leader()
+        others = [name for name in cluster.nodes if name != leader]
+        racers, _, done = await play(cluster, (leader, others[0]), others[1])
+        await moves_made(racers[0], 3)
+        stopped = cluster.nodes[leader].process
+        stopped.send_signal(signal.SIGSTOP)
+        try:
+            successor = await cluster.wait_for_leader(other_than=leader)
+            await moves_made(racers[1], len(racers[1].acknowledged()) + 2)
+        finally:
+            stopped.send_signal(signal.SIGCONT)
+        await done
+        race = await race_of(racers)
+        check_result(postgres_url, race, racers, tmp_path)
+        # The old leader found its lease taken and stopped leading; every write it tried
+        # after waking was refused whole (its log says which), none of them is stored.
+        woke = cluster.log(leader)
+        assert any(line.get("event") == "leader_stepped_down" for line in woke)
+        assert cluster.leader() == successor
