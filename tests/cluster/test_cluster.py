@@ -12,16 +12,19 @@ import asyncio
 import signal
 from pathlib import Path
 
+from protocol import ErrorCode
 from tests.cluster.harness import (
     PATIENCE,
     Cluster,
     Racer,
     Spectator,
+    ThrowawayRedis,
     check_result,
     moves_made,
     race_of,
     running_cluster,
 )
+from tests.server.postgres_faults import allow_connections, terminate_backends
 
 
 async def play(
@@ -36,9 +39,9 @@ async def play(
 
     async def everyone() -> None:
         async with asyncio.timeout(PATIENCE * 2):
-            results = await asyncio.gather(*playing, spectator.run())
-        for result in results[:-1]:
-            assert result.standing is not None, result.describe()  # type: ignore[union-attr]
+            results, _ = await asyncio.gather(asyncio.gather(*playing), spectator.run())
+        for result in results:
+            assert result.standing is not None, result.describe()
 
     return racers, spectator, asyncio.create_task(everyone())
 
@@ -101,3 +104,56 @@ async def test_a_leader_stopped_past_its_lease_writes_nothing_when_it_wakes(
         woke = cluster.log(leader)
         assert any(line.get("event") == "leader_stepped_down" for line in woke)
         assert cluster.leader() == successor
+
+
+async def test_redis_restarted_mid_race_the_nodes_reconnect_and_the_race_goes_on(
+    tmp_path: Path, postgres_url: str, cluster_prefix: str
+) -> None:
+    redis = ThrowawayRedis()
+    redis.start()
+    try:
+        with running_cluster(tmp_path, postgres_url, redis.url, cluster_prefix) as cluster:
+            leader = await cluster.wait_for_leader()
+            others = [name for name in cluster.nodes if name != leader]
+            # Both racers away from the leader: every move of theirs crosses Redis.
+            racers, _, done = await play(cluster, (others[0], others[1]), leader)
+            await moves_made(racers[0], 3)
+            redis.kill()
+            await asyncio.sleep(1.0)
+            redis.start()
+            await done
+            race = await race_of(racers)
+            check_result(postgres_url, race, racers, tmp_path)
+            for name in cluster.nodes:
+                events = [line.get("event") for line in cluster.log(name)]
+                assert "bus_unavailable" in events and "bus_available" in events, name
+    finally:
+        redis.kill()
+
+
+async def test_postgresql_unavailable_mid_race_moves_are_refused_until_it_is_back(
+    tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
+) -> None:
+    with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
+        leader = await cluster.wait_for_leader()
+        others = [name for name in cluster.nodes if name != leader]
+        racers, _, done = await play(cluster, (leader, others[0]), others[1])
+        await moves_made(racers[0], 3)
+        await allow_connections(postgres_url, False)
+        await terminate_backends(postgres_url)
+        try:
+            deadline = asyncio.get_running_loop().time() + PATIENCE
+            while not any(e.code is ErrorCode.UNAVAILABLE for r in racers for e in r.errors()):
+                assert asyncio.get_running_loop().time() < deadline, "no move was refused"
+                await asyncio.sleep(0.05)
+            acknowledged = [len(racer.acknowledged()) for racer in racers]
+            await asyncio.sleep(1.0)
+            # Nothing acknowledged while the store is down.
+            assert [len(racer.acknowledged()) for racer in racers] == acknowledged
+        finally:
+            await allow_connections(postgres_url, True)
+        await done
+        race = await race_of(racers)
+        check_result(postgres_url, race, racers, tmp_path)
+        events = [line.get("event") for line in cluster.log(leader)]
+        assert "leader_suspended" in events
