@@ -93,10 +93,15 @@ RESULTS = ROOT / "bench" / "results"
 #: to the database's disk (PostgreSQL's default) or not (``synchronous_commit=off``: like
 #: the journal's ``normal``, they survive the game server's death, not the database's);
 #: and the echo floor.
+#: ``cluster`` is ``--nodes`` nodes of a cluster (``serve --cluster``: the Redis bus,
+#: the store in PostgreSQL, flushed), the clients spread over them in turn.
 TARGETS = ("server", "server-ram", "server-no-journal", "server-postgresql",
-           "server-postgresql-async", "echo")
+           "server-postgresql-async", "cluster", "echo")
 JOURNALS = {"server": "disk", "server-ram": "ram", "server-no-journal": "off",
-            "server-postgresql": "postgresql", "server-postgresql-async": "postgresql-async"}
+            "server-postgresql": "postgresql", "server-postgresql-async": "postgresql-async",
+            "cluster": "postgresql"}
+#: The Redis a ``cluster`` run's nodes meet on (each run on channels of its own).
+REDIS_URL = "redis://127.0.0.1:6379/0"
 #: The PostgreSQL whose server a ``server-postgresql`` run makes its database on.
 POSTGRES_URL = "postgresql://127.0.0.1:5432/test"
 RAM_DIR = Path("/dev/shm")
@@ -140,6 +145,11 @@ class Settings:
     Prometheus would scrape it (0: none; the echo floor has no metrics)."""
     postgres: str = POSTGRES_URL
     """For ``server-postgresql``: the database each run creates its own from (and drops)."""
+    nodes: int = 1
+    """For ``cluster``: how many node processes; racer *i* (and spectator *i*) connects to
+    node ``i % nodes``, and the first node started leads."""
+    redis: str = REDIS_URL
+    """For ``cluster``: the Redis its nodes meet on."""
 
 
 # ============================================================ the generator process
@@ -289,6 +299,11 @@ class Generator:
         self.expected = settings.racers + settings.spectators
         self.attempts = 0
         self.progress_stride = max(1, -(-settings.racers // PROGRESS_SAMPLE))
+        self.urls = url.split(",")
+        """The target's addresses (a cluster's nodes, the leader first)."""
+        self.node_of: dict[WireClient, int] = {}
+        self.node_rtt: dict[int, list[float]] = {}
+        """Move round trips by the node the racer is connected to."""
 
     def measuring(self, sent_at: float) -> bool:
         return sent_at >= self.measure_from and not self.stop.is_set()
@@ -326,12 +341,15 @@ class Generator:
             if len(self.stats.error_samples) < 10:
                 self.stats.error_samples.append(f"{code}: {message}" if message else code)
 
-    async def open(self, path: str, hello: Hello) -> WireClient | None:
-        """Connect and say hello; ``None`` (and an error counted) if that fails."""
+    async def open(self, path: str, hello: Hello, client: int = 0) -> WireClient | None:
+        """Connect client number ``client`` (to node ``client % nodes``) and say hello;
+        ``None`` (and an error counted) if that fails."""
+        node = client % len(self.urls)
         try:
             async with self.connect_gate:
-                ws = await connect(self.url + path, self.settings.connect_timeout)
+                ws = await connect(self.urls[node] + path, self.settings.connect_timeout)
                 self.connections.append(ws)
+                self.node_of[ws] = node
                 frame = encode(hello)
                 await ws.send(frame)
                 if self.mode == "server":
@@ -356,7 +374,8 @@ class Generator:
 
     async def server_racer(self, group: Group, seat: int) -> None:
         name = f"load-{group.index}-{seat}"
-        ws = await self.open("/", Hello(name=name, bot=True, client="bench.load"))
+        ws = await self.open("/", Hello(name=name, bot=True, client="bench.load"),
+                             group.index * self.settings.race_size + seat)
         if ws is None:
             return
         rng = random.Random(self.settings.seed * 1_000_003 + group.index * 1009 + seat)
@@ -440,8 +459,7 @@ class Generator:
                 if message["move"] == 1:
                     self.stats.starts.append(now - self.go_time)
                 if waiting_since is not None and self.measuring(waiting_since):
-                    self.stats.rtt.append(now - waiting_since)
-                    self.stats.moves += 1
+                    self.round_trip(ws, now - waiting_since)
                 waiting_since = None
                 card = message
                 task = asyncio.create_task(self._place(ws, card, board, race_id, you, rng))
@@ -454,8 +472,7 @@ class Generator:
                 if message["status"] != "racing":
                     sent = self.sent.get((race_id, you, message["move"]))
                     if sent is not None and self.measuring(sent):
-                        self.stats.rtt.append(now - sent)
-                        self.stats.moves += 1
+                        self.round_trip(ws, now - sent)
                 else:
                     waiting_since = self.sent.get((race_id, you, message["move"]))
             elif kind == "progress":
@@ -474,6 +491,12 @@ class Generator:
                     task.add_done_callback(tasks.discard)
         for task in tasks:
             task.cancel()
+
+    def round_trip(self, ws: WireClient, seconds: float) -> None:
+        """Count one move answered ``seconds`` after it was sent."""
+        self.stats.rtt.append(seconds)
+        self.stats.moves += 1
+        self.node_rtt.setdefault(self.node_of.get(ws, 0), []).append(seconds)
 
     async def _place(
         self,
@@ -498,7 +521,8 @@ class Generator:
 
     async def server_spectator(self, index: int) -> None:
         ws = await self.open(
-            "/", Hello(name=f"watch-{index}", bot=True, role=Role.SPECTATOR, client="bench.load")
+            "/", Hello(name=f"watch-{index}", bot=True, role=Role.SPECTATOR, client="bench.load"),
+            index,
         )
         if ws is None:
             return
@@ -655,6 +679,9 @@ class Generator:
             "moves": stats.moves,
             "moves_per_second": stats.moves / window,
             "rtt_ms": summary(stats.rtt),
+            "rtt_by_node_ms": {
+                str(node): summary(samples) for node, samples in sorted(self.node_rtt.items())
+            },
             "progress_racers_ms": summary(stats.progress_racers),
             "progress_spectators_ms": summary(stats.progress_spectators),
             "updates_per_spectator_per_second": (
@@ -883,7 +910,11 @@ def server_help() -> str | None:
     return probe.stdout if probe.returncode == 0 else None
 
 
-def target_command(target: str, port: int, db: Path | str, loop: str) -> list[str]:
+def target_command(
+    target: str, port: int, db: Path | str, loop: str, cluster: str | None = None
+) -> list[str]:
+    """How to start ``target`` on ``port`` (for ``cluster``: one node, ``cluster`` being
+    ``--cluster``'s arguments joined by spaces)."""
     if target == "echo":
         return [sys.executable, "-m", "bench.echo_server", "--port", str(port), "--loop", loop]
     # Every racer comes from 127.0.0.1: no per-address caps.
@@ -892,6 +923,8 @@ def target_command(target: str, port: int, db: Path | str, loop: str) -> list[st
                "--max-connections-per-address", "0", "--new-sessions-per-minute", "0"]
     if JOURNALS[target] == "off":
         command.append("--no-journal")
+    if cluster is not None:
+        command += cluster.split(" ")
     return command
 
 
@@ -914,6 +947,8 @@ def unavailable(target: str, loop: str = "asyncio") -> str | None:
         return f"there is no RAM disk at {RAM_DIR}"
     if JOURNALS[target].startswith("postgresql") and "postgresql://" not in help_text:
         return "`foursquare serve` takes no postgresql:// store yet"
+    if target == "cluster" and "--cluster" not in help_text:
+        return "`foursquare serve` has no `--cluster` option yet"
     return None
 
 
@@ -945,23 +980,34 @@ def run_database(target: str, settings: Settings, workdir: Path) -> Iterator[Pat
 
 def run_target(target: str, settings: Settings) -> dict[str, Any]:
     """Start ``target``, drive the load at it, and return the measurements."""
-    port = free_port()
+    nodes = settings.nodes if target == "cluster" else 1
+    ports = [free_port() for _ in range(nodes)]
+    port = ports[0]
     db_dir = str(RAM_DIR) if JOURNALS.get(target) == "ram" else settings.db_dir
     workdir = Path(tempfile.mkdtemp(prefix="foursquare-load-", dir=db_dir))
     log = (workdir / "target.log").open("wb")
     database = contextlib.ExitStack()
     db = database.enter_context(run_database(target, settings, workdir))
-    command = target_command(target, port, db, settings.loop)
-    target_process = start(0, command, settings, stdout=log, stderr=subprocess.STDOUT)
+    prefix = f"load-{os.getpid()}-{int(time.time())}"
+    processes: list[subprocess.Popen[Any]] = []
     generator: subprocess.Popen[str] | None = None
     try:
-        wait_for_port(port, target_process, 30)
+        for index, node_port in enumerate(ports):
+            cluster = (f"--cluster {settings.redis} --cluster-prefix {prefix} "
+                       f"--node-id load-{index}") if target == "cluster" else None
+            command = target_command(target, node_port, db, settings.loop, cluster)
+            processes.append(start(0, command, settings, stdout=log, stderr=subprocess.STDOUT))
+            wait_for_port(node_port, processes[-1], 30)
+            if cluster is not None and index == 0:
+                time.sleep(2.0)  # the first node leads before the others start
+        target_process = processes[0]
         time.sleep(0.5)
         rss_empty = rss_bytes(target_process.pid)
         generator_command = [
             sys.executable, "-m", "bench.load", "--generate",
             "echo" if target == "echo" else "server",
-            "--url", f"ws://127.0.0.1:{port}", "--settings", json.dumps(asdict(settings)),
+            "--url", ",".join(f"ws://127.0.0.1:{node_port}" for node_port in ports),
+            "--settings", json.dumps(asdict(settings)),
         ]
         generator = start(1, generator_command, settings,
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -970,7 +1016,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         time.sleep(1.0)
         rss_idle = rss_bytes(target_process.pid)
         database_start = database_cpu_seconds(db)
-        cpu_start, wall_start = cpu_seconds(target_process.pid), time.monotonic()
+        node_cpu_start = [cpu_seconds(process.pid) for process in processes]
+        wall_start = time.monotonic()
         wait_start, load_start = run_queue_wait(target_process.pid), os.getloadavg()[0]
         generator.stdin.write("go\n")
         generator.stdin.flush()
@@ -987,7 +1034,9 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
             time.sleep(min(0.5, pause))
             if time.monotonic() - wall_start >= settings.duration:
                 break
-        cpu = cpu_seconds(target_process.pid) - cpu_start
+        node_cpu = [cpu_seconds(process.pid) - before
+                    for process, before in zip(processes, node_cpu_start, strict=True)]
+        cpu = sum(node_cpu)
         wall = time.monotonic() - wall_start
         database_end = database_cpu_seconds(db)
         database_cpu = (None if database_start is None or database_end is None
@@ -999,12 +1048,14 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
     finally:
         if generator is not None and generator.poll() is None:
             generator.kill()
-        target_process.send_signal(signal.SIGTERM)
-        try:
-            target_process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            target_process.kill()
-            target_process.wait()
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         log.close()
         database.close()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -1015,6 +1066,7 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         **asdict(settings),
         **measured,
         "server_cpu_percent": 100 * cpu / wall,
+        "node_cpu_percent": [100 * seconds / wall for seconds in node_cpu],
         "server_cpu_us_per_move": (
             1e6 * cpu / wall / measured["moves_per_second"]
             if measured.get("moves_per_second") else None
@@ -1399,6 +1451,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="for the server-postgresql target: the PostgreSQL each run "
                         "creates a database of its own on, and drops after (default "
                         f"DATABASE_URL, else {POSTGRES_URL})")
+    parser.add_argument("--nodes", type=int, default=defaults.nodes, metavar="N",
+                        help="for the cluster target: N node processes, the clients spread "
+                        f"over them in turn (default {defaults.nodes})")
+    parser.add_argument("--redis", default=os.environ.get("REDIS_URL") or REDIS_URL,
+                        metavar="URL", help="for the cluster target: the Redis its nodes meet "
+                        f"on (default REDIS_URL, else {REDIS_URL})")
     parser.add_argument("--scrape", type=float, default=defaults.scrape, metavar="SECONDS",
                         help="GET the server's /metrics every SECONDS of the measured window, "
                         "as Prometheus would (default: never); the round trips are reported")
@@ -1436,6 +1494,7 @@ def main(argv: list[str] | None = None) -> int:
         spectators=args.spectators, duration=args.duration,
         warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
         loop=args.loop, priority=args.priority, scrape=args.scrape, postgres=args.postgres,
+        nodes=args.nodes, redis=args.redis,
     )
     if args.goals:
         rows, results = run_goals(settings)
@@ -1472,7 +1531,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     notes += caveats(results)
     print(table(results))
-    for line in ratios(results) + store_lines(results) + scrape_lines(results) + notes:
+    for line in (ratios(results) + store_lines(results) + cluster_lines(results)
+                 + scrape_lines(results) + notes):
         print(line)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"settings": asdict(settings), "results": results},
@@ -1506,6 +1566,45 @@ def store_lines(results: list[dict[str, Any]]) -> list[str]:
                 f"{_ms(postgres['database_cpu_us_per_move'])} µs in the database's backends; "
                 f"move p99 {_ms(postgres['rtt_ms']['p99'])} against "
                 f"{_ms(sqlite['rtt_ms']['p99'])} ms."
+            )
+    return lines
+
+
+def cluster_lines(results: list[dict[str, Any]]) -> list[str]:
+    """A cluster's nodes against one server (in-process bus, SQLite; and PostgreSQL) at
+    the same load: CPU per move (every node's together) and move p99; and, with several
+    nodes, the racers on the leader (node 0, which runs the races) against those on the
+    others."""
+    lines = []
+    by_load: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    for r in results:
+        by_load.setdefault((r["racers"], r["spectators"]), {})[r["target"]] = r
+    for (racers, _), runs in sorted(by_load.items()):
+        cluster = runs.get("cluster")
+        if cluster is None:
+            continue
+        for name in ("server", "server-postgresql"):
+            single = runs.get(name)
+            if single is None or not single["server_cpu_us_per_move"]:
+                continue
+            cpu = cluster["server_cpu_us_per_move"] / single["server_cpu_us_per_move"]
+            p99 = cluster["rtt_ms"]["p99"] / single["rtt_ms"]["p99"]
+            lines.append(
+                f"- {racers:,} racers, cluster of {cluster['nodes']} against {name}: CPU per "
+                f"move {_ms(cluster['server_cpu_us_per_move'])} against "
+                f"{_ms(single['server_cpu_us_per_move'])} µs ({cpu:.2f}x), move p99 "
+                f"{_ms(cluster['rtt_ms']['p99'])} against {_ms(single['rtt_ms']['p99'])} ms "
+                f"({p99:.2f}x)."
+            )
+        by_node = cluster.get("rtt_by_node_ms", {})
+        if len(by_node) > 1:
+            leader, *others = (by_node[node] for node in sorted(by_node))
+            lines.append(
+                f"- {racers:,} racers, cluster of {cluster['nodes']}: move p50/p99 of racers "
+                f"on the leader {_ms(leader['p50'])}/{_ms(leader['p99'])} ms, on the other "
+                "nodes " + ", ".join(f"{_ms(o['p50'])}/{_ms(o['p99'])}" for o in others)
+                + " ms; each node's CPU "
+                + ", ".join(f"{percent:.0f}%" for percent in cluster["node_cpu_percent"]) + "."
             )
     return lines
 
