@@ -274,3 +274,14 @@ class ThrowawayRedis:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
+
+
+async def foursquare(*argv: str) -> tuple[int, str]:
+    """Run ``foursquare`` as a command of its own: its exit status and what it printed."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cli.main", *argv,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), PATIENCE)
+    assert process.returncode is not None
+    return process.returncode, out.decode()

@@ -1,0 +1,99 @@
+"""A tournament across three nodes whose leader is killed during a round, and the next
+leader between rounds: every race is played, and the export verifies game by game."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from client.connection import Connection
+from client.tournament_bot import TournamentBot
+from protocol.tournament import TournamentState, TournamentStatus
+from tests.cluster.harness import (
+    BACKOFF,
+    PATIENCE,
+    Cluster,
+    foursquare,
+    running_cluster,
+)
+
+
+async def until_state(bots: list[TournamentBot], holds: Callable[[TournamentState], bool]) -> None:
+    """Wait until a bot's latest tournament state satisfies ``holds``."""
+    deadline = time.monotonic() + PATIENCE
+    while not any(bot.state is not None and holds(bot.state) for bot in bots):
+        assert time.monotonic() < deadline, [bot.state for bot in bots]
+        await asyncio.sleep(0.05)
+
+
+def round_over(number: int) -> Callable[[TournamentState], bool]:
+    """Whether a state shows round ``number`` over (every entrant scored for it)."""
+    return lambda s: s.round == number and not s.races and (
+        s.status is TournamentStatus.FINISHED or all(line.games >= number for line in s.standings)
+    )
+
+
+async def host(cluster: Cluster, node: str, *argv: str) -> str:
+    """A host's command to node ``node``; what it printed (it must succeed)."""
+    status, out = await foursquare(*argv, "--server", cluster.nodes[node].url)
+    assert status == 0, out
+    return out
+
+
+async def test_a_tournament_survives_its_leader_killed_during_a_round_and_between_rounds(
+    tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
+) -> None:
+    with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
+        first = await cluster.wait_for_leader()
+        names = list(cluster.nodes)
+        away = next(name for name in names if name != first)
+        out = await host(cluster, away, "tournament", "create", "--name", "cluster cup",
+                         "--rounds", "2", "--race-size", "2")
+        code = re.search(r"join code:\s+(\S+)", out)[1]  # type: ignore[index]
+        token = re.search(r"host token:\s+(\S+)", out)[1]  # type: ignore[index]
+        await host(cluster, away, "tournament", "open", code, "--token", token)
+        bots = [
+            TournamentBot(
+                Connection(cluster.addresses(name), f"bot-{name}", bot=True, backoff=BACKOFF),
+                code, "random", pace=0.2,
+            )
+            for name in names
+        ]
+        playing = [asyncio.create_task(bot.play()) for bot in bots]
+        await until_state(bots, lambda s: len(s.standings) == 3)
+
+        await host(cluster, away, "tournament", "start-round", code, "--token", token)
+        await until_state(bots, lambda s: s.round == 1 and bool(s.races))
+        deadline = time.monotonic() + PATIENCE
+        while not any(bot.tracker.mirror and len(bot.tracker.mirror.moves) >= 2 for bot in bots):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        cluster.nodes[first].kill()  # during round 1
+        second = await cluster.wait_for_leader(other_than=first)
+        await until_state(bots, round_over(1))
+
+        cluster.nodes[second].kill()  # between the rounds
+        last = next(name for name in names if name not in (first, second))
+        assert await cluster.wait_for_leader(other_than=second) == last
+        await host(cluster, last, "tournament", "start-round", code, "--token", token)
+        async with asyncio.timeout(PATIENCE * 2):
+            results = await asyncio.gather(*playing)
+        assert all(result.standing is not None for result in results), results
+        assert all(result.standing.games == 2 for result in results if result.standing)
+
+        exported, games = tmp_path / "cup.json", tmp_path / "games"
+        status, out = await foursquare("tournament", "export", code, "--db", postgres_url,
+                                       "-o", str(exported), "--games-dir", str(games))
+        assert status == 0, out
+        record = json.loads(exported.read_text())
+        status, out = await foursquare("tournament", "verify", str(exported))
+        assert status == 0, out
+        for game in sorted(games.iterdir()):
+            status, out = await foursquare("verify", str(game))
+            assert status == 0, out
+        assert len(list(games.iterdir())) == len(record["games"]) >= 2  # both rounds
+        assert len(record["standings"]) == 3
