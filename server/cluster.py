@@ -41,7 +41,6 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable
 from enum import Enum
 
 from server.bus import Command
@@ -65,7 +64,7 @@ def new_node_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
-class Role(Enum):
+class NodeRole(Enum):
     """What a node does in its cluster now."""
 
     FOLLOWER = "follower"
@@ -93,7 +92,7 @@ class ClusterNode:
         self._bus = bus
         self._metrics = metrics
         self._loop = asyncio.get_running_loop()
-        self.role = Role.FOLLOWER
+        self.role = NodeRole.FOLLOWER
         self.tier: RaceTier | None = None
         """The race tier while this node leads."""
         self._lease: Lease | None = None
@@ -106,8 +105,6 @@ class ClusterNode:
         self._changing = asyncio.Lock()
         """Held while the node takes over or steps down (one change at a time)."""
         self._stopping = False
-        self.on_change: Callable[[Role], None] = lambda role: None
-        """Told of every change of role (tests, logs)."""
 
     @property
     def _ttl(self) -> float:
@@ -131,7 +128,7 @@ class ClusterNode:
         if tier is not None:
             await tier.drain()
             tier.stop()
-        if lease is not None and self.role is Role.LEADER:
+        if lease is not None and self.role is NodeRole.LEADER:
             with contextlib.suppress(StoreError):
                 await self._store.release_lease(lease)
         self.tier, self._lease = None, None
@@ -141,7 +138,7 @@ class ClusterNode:
     def handle(self, command: Command) -> None:
         """A command from any node (the bus hands them here while this node leads)."""
         tier = self.tier
-        if self.role is Role.LEADER and tier is not None:
+        if self.role is NodeRole.LEADER and tier is not None:
             if self._loop.time() < self._trusted_until:
                 tier.handle(command)
                 return
@@ -158,7 +155,7 @@ class ClusterNode:
 
     async def _renew(self) -> None:
         lease = self._lease
-        if lease is None or self.role is not Role.LEADER:
+        if lease is None or self.role is not NodeRole.LEADER:
             return
         asked = self._loop.time()
         try:
@@ -182,7 +179,7 @@ class ClusterNode:
     async def _run(self) -> None:
         while not self._stopping:
             try:
-                if self.role is Role.LEADER:
+                if self.role is NodeRole.LEADER:
                     await self._renew()
                 else:
                     await self._try_to_lead()
@@ -191,13 +188,13 @@ class ClusterNode:
             await asyncio.sleep(self._ttl / 3)
 
     async def _try_to_lead(self) -> None:
-        if self.role is Role.SUSPENDED:
+        if self.role is NodeRole.SUSPENDED:
             await self._store.available()
         asked = self._loop.time()
         try:
             lease = await self._store.acquire_lease(EVERY_RESOURCE, self.node_id, self._ttl)
         except LeaseHeld:
-            if self.role is Role.SUSPENDED:
+            if self.role is NodeRole.SUSPENDED:
                 await self._step_down(None)  # another node leads now
             return
         except StoreError:
@@ -218,14 +215,14 @@ class ClusterNode:
                 log_event("leader_failed", logging.ERROR, node=self.node_id,
                           error=failure(error))
                 await self._let_go(lease)
-                self.role = Role.SUSPENDED
+                self.role = NodeRole.SUSPENDED
                 return
             tier.start()
-            self.tier, self.role = tier, Role.LEADER
+            self.tier, self.role = tier, NodeRole.LEADER
             self._bus.serve(self.handle)
-            await self._bus.serving()
+            with contextlib.suppress(TimeoutError):  # Redis down: announced once it is back
+                await asyncio.wait_for(self._bus.serving(), self._ttl)
         log_event("leader", node=self.node_id, epoch=lease.epoch, races=len(tier.hosts))
-        self.on_change(Role.LEADER)
         self._bus.announce_leader()
 
     # ------------------------------------------------------------- failures
@@ -241,24 +238,23 @@ class ClusterNode:
         """The store cannot be written: drop the race tier (its memory may be ahead of
         the store) and refuse requests until the store is back."""
         async with self._changing:
-            if self.role is not Role.LEADER:
+            if self.role is not NodeRole.LEADER:
                 return
             log_event("leader_suspended", logging.ERROR, node=self.node_id, error=str(error))
-            self.role = Role.SUSPENDED
+            self.role = NodeRole.SUSPENDED
             held = self._held
             await self._drop_tier()
             for command in held:
                 self._bus.publish(undelivered(command))
-        self.on_change(Role.SUSPENDED)
 
     async def _step_down(self, lost: LeaseLost | None) -> None:
         """Another node leads now: stop serving, drop the race tier."""
         async with self._changing:
-            if self.role is Role.FOLLOWER:
+            if self.role is NodeRole.FOLLOWER:
                 return
             log_event("leader_stepped_down", logging.WARNING, node=self.node_id,
                       reason=str(lost) if lost is not None else "another node leads")
-            self.role = Role.FOLLOWER
+            self.role = NodeRole.FOLLOWER
             self._bus.serve(None)
             held = self._held  # never applied here: the new leader takes them
             await self._drop_tier()
@@ -267,7 +263,6 @@ class ClusterNode:
             if self._lease is not None:
                 await self._let_go(self._lease)
             self._lease = None
-        self.on_change(Role.FOLLOWER)
 
     async def _drop_tier(self) -> None:
         tier, self.tier = self.tier, None

@@ -142,6 +142,16 @@ RACE_TIER = {"race_tier", "host", "race", "lobby", "tournament", "tournament_hos
              "tournament_store", "outbox", "outgoing", "pars", "winnable", "search_worker"}
 
 
+#: The bus and its implementation between processes: neither tier.
+BUS = {"bus", "bus_codec", "redis_bus"}
+
+
+def test_the_bus_imports_neither_tier() -> None:
+    for module in BUS:
+        crossing = imports(SERVER / f"{module}.py") & (SOCKET_TIER | RACE_TIER | {"app"})
+        assert not crossing, f"server/{module}.py imports {crossing}"
+
+
 def test_the_tiers_import_nothing_of_each_other_and_the_race_tier_no_websockets() -> None:
     for module in SOCKET_TIER:
         crossing = imports(SERVER / f"{module}.py") & RACE_TIER
