@@ -1546,14 +1546,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def by_load(results: list[dict[str, Any]]) -> list[tuple[int, dict[str, dict[str, Any]]]]:
+    """The runs of each load (racers, then spectators), by target, smallest load first."""
+    grouped: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    for r in results:
+        grouped.setdefault((r["racers"], r["spectators"]), {})[r["target"]] = r
+    return [(racers, runs) for (racers, _), runs in sorted(grouped.items())]
+
+
 def store_lines(results: list[dict[str, Any]]) -> list[str]:
     """The store in PostgreSQL against the journal in SQLite on disk, per load: the server's
     CPU per move (and the database's own), and the move's p99."""
     lines = []
-    by_load: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
-    for r in results:
-        by_load.setdefault((r["racers"], r["spectators"]), {})[r["target"]] = r
-    for (racers, _), runs in sorted(by_load.items()):
+    for racers, runs in by_load(results):
         sqlite = runs.get("server")
         for name in ("server-postgresql", "server-postgresql-async"):
             postgres = runs.get(name)
@@ -1576,10 +1581,7 @@ def cluster_lines(results: list[dict[str, Any]]) -> list[str]:
     nodes, the racers on the leader (node 0, which runs the races) against those on the
     others."""
     lines = []
-    by_load: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
-    for r in results:
-        by_load.setdefault((r["racers"], r["spectators"]), {})[r["target"]] = r
-    for (racers, _), runs in sorted(by_load.items()):
+    for racers, runs in by_load(results):
         cluster = runs.get("cluster")
         if cluster is None:
             continue

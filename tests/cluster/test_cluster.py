@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 
 from protocol import ErrorCode
@@ -27,15 +28,37 @@ from tests.cluster.harness import (
 from tests.server.postgres_faults import allow_connections, terminate_backends
 
 
-async def play(
-    cluster: Cluster, racer_nodes: tuple[str, str], watcher_node: str, pace: float = 0.2
-) -> tuple[list[Racer], Spectator, asyncio.Task[None]]:
-    """Two racers on ``racer_nodes`` in one quick race, a spectator on ``watcher_node``;
-    the task runs until all three have seen the race's end."""
-    racers = [Racer(cluster.addresses(node), f"r-{node}", pace) for node in racer_nodes]
+@dataclass
+class Game:
+    """Two racers in one quick race and a spectator of it, on nodes of a cluster."""
+
+    db: str
+    racers: list[Racer]
+    spectator: Spectator
+    done: asyncio.Task[None]
+    """Runs until all three have seen the race's end."""
+
+    async def finish(self, tmp_path: Path) -> str:
+        """Wait for the end; check it (:func:`check_result`); the race's id."""
+        await self.done
+        race = await race_of(self.racers)
+        check_result(self.db, race, self.racers, tmp_path)
+        assert self.spectator.seen[-1] == self.racers[0].tracker.finished
+        return race
+
+
+async def play(cluster: Cluster, on_leader: bool) -> tuple[str, list[str], Game]:
+    """The leader, the other nodes, and a game on them: one racer on the leader
+    (``on_leader``) or none, the other racer(s) and the spectator on the other nodes
+    (without a racer on the leader, the spectator watches there)."""
+    leader = await cluster.wait_for_leader()
+    others = [name for name in cluster.nodes if name != leader]
+    racer_nodes, watcher = (
+        ((leader, others[0]), others[1]) if on_leader else ((others[0], others[1]), leader)
+    )
+    racers = [Racer(cluster.addresses(node), f"r-{node}", 0.2) for node in racer_nodes]
     playing = [asyncio.create_task(racer.run()) for racer in racers]
-    race = await race_of(racers)
-    spectator = Spectator(cluster.addresses(watcher_node), race)
+    spectator = Spectator(cluster.addresses(watcher), await race_of(racers))
 
     async def everyone() -> None:
         async with asyncio.timeout(PATIENCE * 2):
@@ -43,51 +66,39 @@ async def play(
         for result in results:
             assert result.standing is not None, result.describe()
 
-    return racers, spectator, asyncio.create_task(everyone())
+    return leader, others, Game(cluster.db, racers, spectator, asyncio.create_task(everyone()))
 
 
 async def test_a_race_across_three_nodes_is_played_to_the_end(
     tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
 ) -> None:
     with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
-        leader = await cluster.wait_for_leader()
-        others = [name for name in cluster.nodes if name != leader]
-        racers, spectator, done = await play(cluster, (others[0], others[1]), leader)
-        await done
-        race = await race_of(racers)
-        check_result(postgres_url, race, racers, tmp_path)
-        assert all(racer.welcomes() == 1 for racer in racers)  # nobody had to reconnect
-        assert spectator.seen[-1] == racers[0].tracker.finished
+        _, _, game = await play(cluster, on_leader=False)
+        await game.finish(tmp_path)
+        assert all(racer.welcomes() == 1 for racer in game.racers)  # nobody reconnected
 
 
 async def test_the_leader_killed_mid_race_the_race_finishes_on_another_node(
     tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
 ) -> None:
     with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
-        leader = await cluster.wait_for_leader()
-        others = [name for name in cluster.nodes if name != leader]
-        # One racer on the leader, one on another node, the spectator on the third.
-        racers, spectator, done = await play(cluster, (leader, others[0]), others[1])
-        await moves_made(racers[0], 3)
+        leader, _, game = await play(cluster, on_leader=True)
+        await moves_made(game.racers[0], 3)
         cluster.nodes[leader].kill()
         successor = await cluster.wait_for_leader(other_than=leader)
-        await done
-        race = await race_of(racers)
-        check_result(postgres_url, race, racers, tmp_path)
-        assert racers[0].welcomes() >= 2  # it came back through another node
+        race = await game.finish(tmp_path)
+        assert game.racers[0].welcomes() >= 2  # it came back through another node
         recovered = [line for line in cluster.log(successor)
                      if line.get("event") == "race_recovered"]
         assert [line["race"] for line in recovered] == [race]
-        assert spectator.seen[-1] == racers[0].tracker.finished
 
 
 async def test_a_leader_stopped_past_its_lease_writes_nothing_when_it_wakes(
     tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
 ) -> None:
     with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
-        leader = await cluster.wait_for_leader()
-        others = [name for name in cluster.nodes if name != leader]
-        racers, _, done = await play(cluster, (leader, others[0]), others[1])
+        leader, _, game = await play(cluster, on_leader=True)
+        racers = game.racers
         await moves_made(racers[0], 3)
         stopped = cluster.nodes[leader].process
         stopped.send_signal(signal.SIGSTOP)
@@ -96,9 +107,7 @@ async def test_a_leader_stopped_past_its_lease_writes_nothing_when_it_wakes(
             await moves_made(racers[1], len(racers[1].acknowledged()) + 2)
         finally:
             stopped.send_signal(signal.SIGCONT)
-        await done
-        race = await race_of(racers)
-        check_result(postgres_url, race, racers, tmp_path)
+        await game.finish(tmp_path)
         # The old leader found its lease taken and stopped leading; every write it tried
         # after waking was refused whole (its log says which), none of them is stored.
         woke = cluster.log(leader)
@@ -113,17 +122,13 @@ async def test_redis_restarted_mid_race_the_nodes_reconnect_and_the_race_goes_on
     redis.start()
     try:
         with running_cluster(tmp_path, postgres_url, redis.url, cluster_prefix) as cluster:
-            leader = await cluster.wait_for_leader()
-            others = [name for name in cluster.nodes if name != leader]
             # Both racers away from the leader: every move of theirs crosses Redis.
-            racers, _, done = await play(cluster, (others[0], others[1]), leader)
-            await moves_made(racers[0], 3)
+            _, _, game = await play(cluster, on_leader=False)
+            await moves_made(game.racers[0], 3)
             redis.kill()
             await asyncio.sleep(1.0)
             redis.start()
-            await done
-            race = await race_of(racers)
-            check_result(postgres_url, race, racers, tmp_path)
+            await game.finish(tmp_path)
             for name in cluster.nodes:
                 events = [line.get("event") for line in cluster.log(name)]
                 assert "bus_unavailable" in events and "bus_available" in events, name
@@ -135,9 +140,8 @@ async def test_postgresql_unavailable_mid_race_moves_are_refused_until_it_is_bac
     tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
 ) -> None:
     with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
-        leader = await cluster.wait_for_leader()
-        others = [name for name in cluster.nodes if name != leader]
-        racers, _, done = await play(cluster, (leader, others[0]), others[1])
+        leader, _, game = await play(cluster, on_leader=True)
+        racers = game.racers
         await moves_made(racers[0], 3)
         await allow_connections(postgres_url, False)
         await terminate_backends(postgres_url)
@@ -152,8 +156,6 @@ async def test_postgresql_unavailable_mid_race_moves_are_refused_until_it_is_bac
             assert [len(racer.acknowledged()) for racer in racers] == acknowledged
         finally:
             await allow_connections(postgres_url, True)
-        await done
-        race = await race_of(racers)
-        check_result(postgres_url, race, racers, tmp_path)
+        await game.finish(tmp_path)
         events = [line.get("event") for line in cluster.log(leader)]
         assert "leader_suspended" in events
