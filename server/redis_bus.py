@@ -52,6 +52,7 @@ from server.bus import (
     Event,
     EventHandler,
     ExpiryChecked,
+    Follow,
     Refuse,
     Request,
     channel_of,
@@ -220,11 +221,16 @@ class RedisBus:
         local: list[Event] = []
         run: list[Event] = []
         run_channel = ""
+        following = self._following
         for event in events:
             channel = channel_of(event)
+            if isinstance(event, Follow) and channel in following and event.feed not in following:
+                # A connection here follows the feed from this event on: the feed's events
+                # after it in this batch are for it too.
+                following = {*following, event.feed}
             if isinstance(event, ExpiryChecked) and self._origin is not None:
                 target = f"cluster:node:{self._origin}"  # to the node that asked
-            elif isinstance(event, ExpiryChecked) or channel in self._following:
+            elif isinstance(event, ExpiryChecked) or channel in following:
                 local.append(event)
                 if isinstance(event, ExpiryChecked) or channel.startswith("session:"):
                     continue  # the session is connected here: no other node has it

@@ -18,6 +18,7 @@ from server.bus import (
     Deliver,
     Done,
     Event,
+    Follow,
     Refuse,
     Request,
     ToFeed,
@@ -121,3 +122,16 @@ async def test_a_command_no_leader_takes_in_time_is_refused_where_it_was_sent(
     assert isinstance(refusal, Refuse) and refusal.code is ErrorCode.UNAVAILABLE
     assert (refusal.in_reply_to, refusal.reply_to) == ("place", 3)
     assert done == Done("p-1", 4)
+
+
+async def test_a_feed_followed_here_in_a_batch_gets_the_batchs_later_updates_here(
+    node: Node,
+) -> None:
+    leader = node("a")
+    await leader.start()
+    heard = collect(leader)
+    leader.subscribe("session:p-1")  # p-1 is connected to this node
+    follow = Follow("p-1", race_feed("K7QX"), member=True)
+    update = Deliver(ToFeed(race_feed("K7QX"), Audience.EVERYONE), b"\x80")
+    leader.publish([follow, update])
+    assert heard == [follow, update]  # at once, in order: the socket tier then follows it
