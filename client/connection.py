@@ -38,6 +38,7 @@ from protocol import (
     decode_server,
     encode,
 )
+from protocol.players import PlayerClientMessage
 from protocol.tournament import TournamentClientMessage
 
 CLIENT_NAME = "foursquare-tui/0.1"
@@ -136,9 +137,11 @@ class Connection:
         protocol_version: int = PROTOCOL_VERSION,
         ca_file: str | None = None,
         resume: str | None = None,
+        player_key: str | None = None,
     ) -> None:
         """``ca_file`` is trusted besides the system's store for a ``wss://`` ``url``
-        (see :func:`tls_options`)."""
+        (see :func:`tls_options`); with ``player_key`` a new session plays as that
+        claimed player (:mod:`client.player_keys`)."""
         self.url = url
         self._tls = tls_options(url, ca_file)
         self.name = name
@@ -154,6 +157,7 @@ class Connection:
         self.saved_token = resume
         """A token saved by an earlier run, said in the first ``hello``; dropped quietly
         if the server no longer knows it."""
+        self.player_key = player_key
         self.state = LinkState.CLOSED
         self._socket: ClientConnection | None = None
         self._closing = False
@@ -233,6 +237,7 @@ class Connection:
         """Say hello (resuming if we can) and read the answer."""
         resume = self.welcome.resume if self.welcome is not None else self.saved_token
         hello = Hello(name=self.name, bot=self.bot, role=self.role, resume=resume,
+                      player_key=None if resume else self.player_key,
                       client=CLIENT_NAME, protocol_version=self.protocol_version)
         await socket.send(encode(hello))
         try:
@@ -263,7 +268,9 @@ class Connection:
         port: int = socket.local_address[1]
         return port
 
-    async def send(self, message: ClientMessage | TournamentClientMessage) -> bool:
+    async def send(
+        self, message: ClientMessage | TournamentClientMessage | PlayerClientMessage
+    ) -> bool:
         """Send ``message`` if the link is up; ``False`` if it could not be sent now."""
         socket = self._socket
         if socket is None:

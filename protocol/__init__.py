@@ -62,7 +62,9 @@ from protocol.messages import (
     millis,
 )
 
-# Importing the tournament messages also registers them with the codec's tables.
+# Importing the players' and the tournament messages also registers them with the
+# codec's tables.
+from protocol.players import ClaimName, PlayerKey
 from protocol.tournament import (
     CreateTournament,
     EntrantState,
@@ -89,6 +91,7 @@ __all__ = [
     "SERVER_MESSAGES",
     "Boards",
     "CardToPlace",
+    "ClaimName",
     "ClientMessage",
     "CloseCode",
     "CreateRace",
@@ -112,6 +115,7 @@ __all__ = [
     "PileView",
     "Ping",
     "Place",
+    "PlayerKey",
     "Pong",
     "Progress",
     "ProgressEntry",

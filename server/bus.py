@@ -42,6 +42,7 @@ from protocol import (
     SeedPolicy,
     Spectate,
 )
+from protocol.players import PlayerClientMessage
 from protocol.tournament import (
     ExportTournament,
     HostAction,
@@ -75,7 +76,7 @@ def session_channel(session_id: str) -> str:
 
 # ------------------------------------------------------------------ commands
 
-ClientRequest = ClientMessage | TournamentClientMessage
+ClientRequest = ClientMessage | TournamentClientMessage | PlayerClientMessage
 """Any message a client may send, decoded."""
 
 
@@ -87,6 +88,8 @@ class Caller:
     name: str
     bot: bool
     role: Role
+    player: str | None = None
+    """The claimed player the session plays as (rated races rate it); ``None``: a guest."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,17 +31,19 @@ it writes under (:func:`server.store.fences_of`): a journal opened by a server h
 lease of every resource, and a second journal opened on the same file takes it over, so
 the first one's writes are refused from then on (:class:`~server.store.LeaseLost`).
 
-Tables (``schema_version`` 8; an older file is brought up to it when opened: version 1
+Tables (``schema_version`` 9; an older file is brought up to it when opened: version 1
 gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``,
 versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
 ``commands_after`` instead, versions 1 to 4 gain ``players.last_seen``, versions 1 to 5
-gain ``journal_state``, versions 1 to 6 gain ``watching`` and versions 1 to 7 gain
-``leases``):
+gain ``journal_state``, versions 1 to 6 gain ``watching``, versions 1 to 7 gain
+``leases`` and versions 1 to 8 gain ``players.claimed_by`` and the tables of
+:mod:`server.player_store`):
 
-- ``players``: one row per player identity and its role (player or spectator); the resume
+- ``players``: one row per session and its role (player or spectator); the resume
   token is kept only as a SHA-256. ``last_seen`` is when it last connected or left; a
   session idle for too long is deleted (see :mod:`server.expiry`), so the rows a start
-  reads do not grow with every session ever made.
+  reads do not grow with every session ever made. ``claimed_by`` is the claimed player
+  (:mod:`server.player_store`) the session plays as, if any.
 - ``races``: one row per race; ``tournament_id`` is there for hosted tournaments, and
   ``commands_after`` is the last command's ``seq`` when the race was opened: its own
   commands all come after it.
@@ -91,6 +93,8 @@ from server.journal_file import (
 )
 from server.journal_file import SCHEMA_VERSION as SCHEMA_VERSION  # part of this API
 from server.logs import failure, log_event
+from server.player_store import SQLITE_SCHEMA as PLAYER_SCHEMA
+from server.player_store import Job, JobFactory
 from server.race import (
     Command,
     Disconnect,
@@ -141,7 +145,8 @@ CREATE TABLE IF NOT EXISTS players (
     bot INTEGER NOT NULL,
     created_at REAL NOT NULL,
     role TEXT NOT NULL DEFAULT 'player',
-    last_seen REAL
+    last_seen REAL,
+    claimed_by TEXT
 );
 CREATE TABLE IF NOT EXISTS races (
     race_id TEXT PRIMARY KEY,
@@ -201,6 +206,8 @@ class PlayerRecord:
     last_seen: float | None = None
     """When the player last connected or left (``created_at`` until then): how long it
     has been idle, for session expiry."""
+    claimed_by: str | None = None
+    """The claimed player the session plays as (:mod:`server.player_store`), if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -703,6 +710,17 @@ class Journal(StoreBase):
         """:meth:`close`, in a thread."""
         await asyncio.to_thread(self.close)
 
+    async def run(self, job: JobFactory, *, writes: bool) -> Any:
+        """See :meth:`server.store.Store.run`: in a thread, on a connection of its own
+        (a writing job takes the write lock first, waiting for it as long as a commit's
+        ``busy_timeout`` allows; a reading one sees the snapshot of its first read)."""
+
+        def run() -> Any:
+            with self.reading() as connection:
+                return run_job(connection, job(), writes=writes)
+
+        return await asyncio.to_thread(run)
+
     def _lease_row(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
         with self._holder_lock:
             # fetchall: the statement runs to its end, which commits it (autocommit).
@@ -796,7 +814,7 @@ def _read_recovered(connection: sqlite3.Connection) -> Recovered:
 #: Every player, in the order they were last seen (the same SQL in either store).
 PLAYERS_QUERY = (
     "SELECT player_id, token_hash, name, bot, created_at, role,"
-    " coalesce(last_seen, created_at) AS seen FROM players ORDER BY seen"
+    " coalesce(last_seen, created_at) AS seen, claimed_by FROM players ORDER BY seen"
 )
 
 
@@ -826,7 +844,7 @@ def recovered_from(
     return Recovered(
         tuple(
             PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]),
-                         row[6])
+                         row[6], row[7])
             for row in players
         ),
         tuple(StoredRace(opened, tuple(kept[opened.race_id])) for opened in races),
@@ -851,6 +869,7 @@ def _open_for_writing(path: Path, sync: Sync) -> sqlite3.Connection:
         with refusing(path):
             connection.executescript(_SCHEMA)
             connection.executescript(TOURNAMENT_SCHEMA)
+            connection.executescript(PLAYER_SCHEMA)
             _migrate(connection)
             mark_open(connection, path)
     except BaseException:
@@ -870,6 +889,7 @@ def _create(path: Path) -> None:
         connection = sqlite3.connect(building, isolation_level=None)
         try:
             connection.executescript(_SCHEMA)
+            connection.executescript(PLAYER_SCHEMA)
             _migrate(connection)  # gives it its schema version
             mark_closed(connection)
         finally:
@@ -883,8 +903,9 @@ def _migrate(connection: sqlite3.Connection) -> None:
     give it its version). Version 6 only added ``journal_state`` (``_SCHEMA`` creates it;
     :func:`~server.journal_file.mark_open` fills it), version 7 only ``watching``
     (``_SCHEMA`` creates it empty: an older server kept what its sessions watched in
-    memory only), and version 8 only ``leases`` (created empty: the server opening it
-    takes its lease)."""
+    memory only), version 8 only ``leases`` (created empty: the server opening it
+    takes its lease), and version 9 ``players.claimed_by`` (no session of an older
+    server played as a claimed player) and the player tables (created empty)."""
     row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
     version = row[0]
     if version is None:
@@ -907,6 +928,10 @@ def _migrate(connection: sqlite3.Connection) -> None:
     if version < 5:
         # When a player was last seen, for session expiry (NULL: its created_at).
         connection.execute("ALTER TABLE players ADD COLUMN last_seen REAL")
+    if version < 9:
+        columns = {info[1] for info in connection.execute("PRAGMA table_info(players)")}
+        if "claimed_by" not in columns:
+            connection.execute("ALTER TABLE players ADD COLUMN claimed_by TEXT")
     connection.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
     connection.execute("COMMIT")
 
@@ -1049,6 +1074,7 @@ class DisabledJournal(Journal):
         self.path = Path(os.devnull)
         self.sync = Sync.NORMAL
         self._closed = False
+        self._memory: sqlite3.Connection | None = None
         self.batches_committed = 0
         self.records_committed = 0
 
@@ -1066,6 +1092,14 @@ class DisabledJournal(Journal):
 
     async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
         raise RuntimeError("a server without a journal keeps no leases")
+
+    async def run(self, job: JobFactory, *, writes: bool) -> Any:
+        """Jobs run on a database in memory, forgotten when the server stops (so a
+        benchmark's players can still claim names and race)."""
+        if self._memory is None:
+            self._memory = sqlite3.connect(":memory:", isolation_level=None)
+            self._memory.executescript(_SCHEMA + PLAYER_SCHEMA)
+        return run_job(self._memory, job(), writes=writes)
 
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
         """A future that is already done: nothing is written."""
@@ -1093,6 +1127,24 @@ class _Batch:
     blocking: bool
     """Someone may wait for ``done`` outside the loop (:meth:`Journal.write_now`, or a
     submit from outside any loop), so the writer resolves it itself."""
+
+
+def run_job(connection: sqlite3.Connection, job: Job, *, writes: bool) -> Any:
+    """Run ``job`` as one transaction on ``connection`` (autocommit mode): ``BEGIN
+    IMMEDIATE`` for one that writes, so that no other writer comes between its reads and
+    its writes; rolled back if it raises."""
+    connection.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
+    try:
+        statement = next(job)
+        while True:
+            rows = connection.execute(*statement).fetchall()
+            statement = job.send(rows)
+    except StopIteration as done:
+        connection.execute("COMMIT")
+        return done.value
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
 
 
 def _write_transaction(
@@ -1210,15 +1262,17 @@ def statements_of(record: Record) -> list[Statement]:
     a race's opening and its commands, which each store writes its own way (raises
     ``TypeError`` for those)."""
     match record:
-        case PlayerRecord(player_id, token_hash, name, bot, created_at, role, last_seen):
+        case PlayerRecord(player_id, token_hash, name, bot, created_at, role, last_seen,
+                          claimed_by):
             return [(
                 "INSERT INTO players"
-                " (player_id, token_hash, name, bot, created_at, role, last_seen)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (player_id) DO UPDATE SET"
+                " (player_id, token_hash, name, bot, created_at, role, last_seen, claimed_by)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (player_id) DO UPDATE SET"
                 " token_hash = excluded.token_hash, name = excluded.name, bot = excluded.bot,"
                 " created_at = excluded.created_at, role = excluded.role,"
-                " last_seen = excluded.last_seen",
-                (player_id, token_hash, name, int(bot), created_at, role.value, last_seen),
+                " last_seen = excluded.last_seen, claimed_by = excluded.claimed_by",
+                (player_id, token_hash, name, int(bot), created_at, role.value, last_seen,
+                 claimed_by),
             )]
         case PlayerSeen(player_id, at):
             return [("UPDATE players SET last_seen = ? WHERE player_id = ?", (at, player_id))]

@@ -58,6 +58,8 @@ from server.journal import (
 )
 from server.journal_file import JournalRefused
 from server.logs import failure, log_event
+from server.player_store import POSTGRES_SCHEMA as PLAYER_SCHEMA
+from server.player_store import Job, JobFactory
 from server.store import (
     EVERY_RESOURCE,
     LONE_SERVER,
@@ -78,7 +80,7 @@ from server.tournament_store import (
 )
 
 #: The version of the tables :data:`_SCHEMA` creates (this store's own numbering).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Seconds before the first attempt to connect again after the database was lost...
 RECONNECT_FIRST = 0.1
@@ -95,6 +97,10 @@ _NOW = "extract(epoch FROM clock_timestamp())::float8"
 #: created or migrated, so that two servers starting together do not both do it.
 _SCHEMA_LOCK = 0x466F_7572_5371
 
+#: Another: the advisory lock every job that writes (:mod:`server.player_store`) holds
+#: for its transaction, so that such jobs run one at a time across every node.
+_JOBS_LOCK = 0x466F_7572_5372
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL);
 CREATE TABLE IF NOT EXISTS players (
@@ -104,7 +110,8 @@ CREATE TABLE IF NOT EXISTS players (
     bot integer NOT NULL,
     created_at double precision NOT NULL,
     role text NOT NULL DEFAULT 'player',
-    last_seen double precision
+    last_seen double precision,
+    claimed_by text
 );
 CREATE TABLE IF NOT EXISTS races (
     race_id text PRIMARY KEY,
@@ -265,6 +272,9 @@ class PostgresStore(StoreBase):
         self._reader: Connection | None = None
         """Reads and lease statements, never inside the writer's pipeline."""
         self._reading = asyncio.Lock()
+        self._jobs: Connection | None = None
+        """Jobs that write (:meth:`run`), one at a time."""
+        self._running_job = asyncio.Lock()
         self._loop = asyncio.get_running_loop()
         self._gathering: list[Record] = []
         self._gathered: concurrent.futures.Future[None] | None = None
@@ -438,10 +448,10 @@ class PostgresStore(StoreBase):
         await self._writer
         if self._reconnecting is not None:
             self._reconnecting.cancel()
-        for connection in (self._connection, self._reader):
+        for connection in (self._connection, self._reader, self._jobs):
             if connection is not None:
                 await connection.close()
-        self._connection = self._reader = None
+        self._connection = self._reader = self._jobs = None
 
     # ------------------------------------------------------------- reading
 
@@ -522,6 +532,22 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
+    async def run(self, job: JobFactory, *, writes: bool) -> Any:
+        """See :meth:`server.store.Store.run`: a reading job on the reader's connection
+        (one snapshot), a writing one on a connection of its own under the jobs' advisory
+        lock. A database that cannot be reached is :class:`StoreUnavailable`."""
+        if not writes:
+            return await self._read(lambda connection: _drive(connection, job()))
+        try:
+            async with self._running_job, asyncio.timeout(self._timeout):
+                if self._jobs is None or self._jobs.closed or self._jobs.broken:
+                    self._jobs = await _connect(self.url, self._timeout)
+                async with self._jobs.transaction():
+                    await self._jobs.execute("SELECT pg_advisory_xact_lock(%s)", (_JOBS_LOCK,))
+                    return await _drive(self._jobs, job())
+        except (psycopg.OperationalError, TimeoutError) as error:
+            raise self._unavailable(_reason(error)) from None
+
     async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
         async def run(connection: Connection) -> LeaseRow | None:
             rows = await _rows(connection, _sql(sql.format(now=_NOW)), parameters)
@@ -534,6 +560,20 @@ class PostgresStore(StoreBase):
                 return await run(self._reader)  # one statement: its own transaction
         except (psycopg.OperationalError, TimeoutError) as error:
             raise self._unavailable(_reason(error)) from None
+
+
+async def _drive(connection: Connection, job: Job) -> Any:
+    """Run ``job``'s statements on ``connection``, each one's rows sent back to it."""
+    cursor = connection.cursor()
+    try:
+        statement = next(job)
+        while True:
+            sql, parameters = statement
+            await cursor.execute(_sql(sql), parameters)
+            rows = await cursor.fetchall() if cursor.description is not None else []
+            statement = job.send(rows)
+    except StopIteration as done:
+        return done.value
 
 
 async def _rows(
@@ -615,11 +655,17 @@ async def _prepare(url: str, connection: Connection) -> None:
             await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             await connection.execute(_SCHEMA)
             version = await _version(url, connection)
+            await connection.execute(PLAYER_SCHEMA)
             if version is None:
                 await connection.execute(
                     "INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,)
                 )
-            # Migrations from older versions go here, each bringing it up by one.
+            elif version < 2:
+                # The sessions' claimed players (the player tables are created above).
+                await connection.execute(
+                    "ALTER TABLE players ADD COLUMN IF NOT EXISTS claimed_by text"
+                )
+                await connection.execute("UPDATE schema_version SET version = 2")
     except psycopg.Error as error:
         raise _refusal(url, f"cannot be prepared ({_reason(error)})") from None
 
