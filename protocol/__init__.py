@@ -64,7 +64,15 @@ from protocol.messages import (
 
 # Importing the players' and the tournament messages also registers them with the
 # codec's tables.
-from protocol.players import ClaimName, PlayerKey
+from protocol.players import (
+    ClaimName,
+    GetLeaderboard,
+    GetProfile,
+    Leaderboard,
+    PlayerKey,
+    Profile,
+    RatingChanged,
+)
 from protocol.tournament import (
     CreateTournament,
     EntrantState,
@@ -101,10 +109,13 @@ __all__ = [
     "ErrorCode",
     "ExportTournament",
     "Flip",
+    "GetLeaderboard",
+    "GetProfile",
     "Hello",
     "HostAction",
     "JoinRace",
     "JoinTournament",
+    "Leaderboard",
     "LeaveRace",
     "LeaveTournament",
     "Limits",
@@ -117,6 +128,7 @@ __all__ = [
     "Place",
     "PlayerKey",
     "Pong",
+    "Profile",
     "Progress",
     "ProgressEntry",
     "ProtocolError",
@@ -131,6 +143,7 @@ __all__ = [
     "RacerBoard",
     "RacerInfo",
     "RacerStatus",
+    "RatingChanged",
     "Ready",
     "Resign",
     "Role",

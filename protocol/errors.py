@@ -79,6 +79,7 @@ class ErrorCode(StrEnum):
     ALREADY_ENTERED = "already_entered"
     UNKNOWN_PLAYER_KEY = "unknown_player_key"
     ALREADY_CLAIMED = "already_claimed"
+    PLAYER_NOT_FOUND = "player_not_found"
 
     @property
     def sentence(self) -> str:
@@ -129,6 +130,7 @@ _SENTENCES: dict[ErrorCode, str] = {
         "No player has that key; check it, or say hello without it to play as a guest."
     ),
     ErrorCode.ALREADY_CLAIMED: "This session already plays as a claimed player.",
+    ErrorCode.PLAYER_NOT_FOUND: "No claimed player has that id.",
 }
 
 _CLOSES: dict[ErrorCode, CloseCode] = {

@@ -138,6 +138,9 @@ class RaceOptions:
     seed_policy: SeedPolicy = SeedPolicy.RANDOM
     """``winnable`` asks for a seed the server has checked can be won (``no_winnable_deal``
     if it finds none within its search budget)."""
+    rated: bool = False
+    """Rate the result: the claimed players in it gain or lose rating in the pool of its
+    ruleset (see [Ratings](#ratings)). Quick races always are."""
 
 
 def _check_options(options: RaceOptions) -> str | None:
@@ -162,6 +165,7 @@ register(
     auto_start=Bool(),
     countdown=Int(0, 60),
     seed_policy=Choice(SeedPolicy),
+    rated=Bool(),
 )
 
 

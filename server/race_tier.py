@@ -13,6 +13,7 @@ and the socket tier finds the connections. The decisions themselves are the pure
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import weakref
 from collections.abc import Callable, Coroutine
@@ -20,6 +21,8 @@ from typing import Any
 
 import protocol
 from protocol import ErrorCode, Role, encode
+from protocol.players import RatingChanged, encode_players
+from protocol.result import RaceResult
 from protocol.schema import show
 from protocol.tournament import TournamentControl
 from server import lobby as lobbies
@@ -61,7 +64,9 @@ from server.metrics import Metrics
 from server.outbox import Outbox
 from server.outgoing import card_message, race_options
 from server.pars import ParQueue
-from server.store import Store
+from server.player_store import RatingChange, record_race
+from server.ratings import PROVISIONAL_GAMES, pool_of, shown
+from server.store import Store, StoreError
 from server.tournament_host import TournamentDesk
 from server.winnable import SeedRefused, WinnableSeeds
 
@@ -105,6 +110,8 @@ class RaceTier:
         self._outbox = Outbox(journal, bus, on_journal_failure, "lobby")
         """What the lobby says that must wait for a commit (a race it has forgotten)."""
         self._tasks: set[asyncio.Task[None]] = set()
+        self._recording: set[asyncio.Task[None]] = set()
+        """Finished races being kept in their players' records (and rated)."""
         self.stopping = False
         self.pars = ParQueue(config, metrics)
         """Finished races waiting for their deal's par (a bounded queue, one low-priority
@@ -161,6 +168,8 @@ class RaceTier:
         # no par is sent once the server has stopped.
         await self.winnable.close()
         await self.pars.close()
+        if self._recording:  # the races finished last are kept in their players' records
+            await asyncio.wait(self._recording)
         await asyncio.gather(
             *(host.drain() for host in self.hosts.values()), self._outbox.drain()
         )
@@ -397,6 +406,7 @@ class RaceTier:
             countdown=config.quick_countdown,
             progress_interval=config.progress_interval,
             reconnect_grace=config.reconnect_grace,
+            rated=True,  # quick races rate their claimed players
         )
 
     def open_race(
@@ -638,10 +648,40 @@ class RaceTier:
 
     def _race_finished(self, host: RaceHost) -> None:
         self.tournaments.race_finished(host)
+        if host.race.result is not None:
+            recording = asyncio.get_running_loop().create_task(
+                self._record(host.race.options, host.race.result)
+            )
+            self._recording.add(recording)
+            recording.add_done_callback(self._recording.discard)
         loop = asyncio.get_running_loop()
         loop.call_later(self.config.finished_linger, self._forget, host)
         if self.config.par_budget > 0:
             self.pars.add(host)  # the result is already out: the par follows when found
+
+    async def _record(self, options: core.RaceOptions, result: RaceResult) -> None:
+        """Keep a finished race in its claimed players' records and, if it is rated,
+        rate them (:func:`~server.player_store.record_race`, a transaction of its own, off
+        every move's path); tell each rated racer its new rating."""
+        job = functools.partial(
+            record_race, result, pool_of(options.ruleset), options.rated, self._now()
+        )
+        try:
+            changes: list[RatingChange] = await self.journal.run(job, writes=True)
+        except (StoreError, JournalRefused, RuntimeError) as error:  # (closed: stopping)
+            log_event("record_error", logging.ERROR, race=result.race_id, error=failure(error))
+            return
+        self._bus.publish([
+            Deliver(ToSession(change.racer_id), encode_players(RatingChanged(
+                race=result.race_id,
+                ruleset=options.ruleset,
+                before=shown(change.before.ordinal),
+                rating=shown(change.after.ordinal),
+                provisional=change.games < PROVISIONAL_GAMES,
+                games=change.games,
+            )))
+            for change in changes
+        ])
 
     def _forget(self, host: RaceHost) -> None:
         if self.hosts.get(host.race_id) is host:

@@ -37,7 +37,7 @@ from protocol import (
     millis,
 )
 from protocol.codec import with_field
-from protocol.players import ClaimName, PlayerKey, encode_players
+from protocol.players import encode_players
 from protocol.schema import show
 from server import admission, fanout
 from server.admission import Admission
@@ -65,21 +65,12 @@ from server.connection import Message, RaceConnection
 from server.expiry import SessionExpiry, SessionRecords
 from server.http_routes import HttpRoutes, WebFiles
 from server.journal import PlayerRecord, PlayerSeen
-from server.journal_file import JournalRefused
 from server.logs import LogBudget, failure, log_event
 from server.metrics import Metrics
-from server.player_store import (
-    ClaimedPlayer,
-    JobFactory,
-    claim_name,
-    find_player,
-    key_digest,
-    name_claimed,
-    new_player_key,
-)
+from server.player_desk import PLAYER_REQUESTS, PlayerDesk, Refusal, refusal
+from server.player_store import ClaimedPlayer, find_player, key_digest, name_claimed
 from server.rate_limit import TokenBucket
 from server.sessions import Session, SessionRegistry
-from server.store import StoreError
 
 SERVER_INFO = protocol.ServerInfo(name="foursquare", version="0.1.0")
 
@@ -110,6 +101,8 @@ class SocketTier:
         self._bus = bus
         self._records = records
         self.sessions = SessionRegistry()
+        self.players = PlayerDesk(records, config.clock)
+        """Claims, leaderboards and profiles, answered from the store."""
         self.admission = Admission(config, refused=metrics.refused)
         metrics.open_connections = lambda: len(self.connections)
         metrics.sessions = lambda: len(self.sessions)
@@ -282,54 +275,41 @@ class SocketTier:
         """The name, bot flag and claimed player a new session plays under: the player
         ``hello.player_key`` belongs to (its name; a bot once, a bot always), or a guest
         under ``hello.name``, which no claimed player's name may look like. Raises
-        :class:`_Refusal` for an unknown key, or a name in use or claimed."""
+        :class:`Refusal` for an unknown key, or a name in use or claimed."""
         if hello.player_key is None:
             name, bot, player = hello.name, hello.bot, None
-            if _named(bot, hello.role) and await self._job(
+            if _named(bot, hello.role) and await self.players.job(
                 functools.partial(name_claimed, name), hello
             ):
-                raise _Refusal(_refusal(
+                raise refusal(
                     ErrorCode.NAME_TAKEN,
                     f"the name {show(name)} looks the same as a claimed player's name "
                     "(ignoring case and look-alike letters): present that player's key "
                     "(hello.player_key), or choose another",
                     hello,
-                ))
+                )
         else:
-            found: ClaimedPlayer | None = await self._job(
+            found: ClaimedPlayer | None = await self.players.job(
                 functools.partial(find_player, key_digest(hello.player_key)), hello
             )
             if found is None:
-                raise _Refusal(_refusal(
+                raise refusal(
                     ErrorCode.UNKNOWN_PLAYER_KEY,
                     "no player has this key (the value is not repeated): check it, or say "
                     "hello without hello.player_key to play as a guest",
                     hello,
-                ))
+                )
             name, bot, player = found.name, hello.bot or found.bot, found.player_id
         # Checked again after the store's answer: another hello may have come meanwhile.
         if _named(bot, hello.role) and self.sessions.name_in_use(name):
-            raise _Refusal(_refusal(
+            raise refusal(
                 ErrorCode.NAME_TAKEN,
                 f"the name {show(name)} looks the same as a connected player's name "
                 "(ignoring case and look-alike letters): "
                 + ("your player is connected elsewhere" if player else "choose another"),
                 hello,
-            ))
+            )
         return name, bot, player
-
-    async def _job(self, job: JobFactory, message: ClientRequest, writes: bool = False) -> Any:
-        """Run a job of :mod:`server.player_store`; a store that cannot run it now makes
-        it a :class:`_Refusal` (``server_busy``)."""
-        try:
-            return await self._records.run(job, writes=writes)
-        except (StoreError, JournalRefused) as error:
-            log_event("store_unavailable", logging.ERROR, error=failure(error))
-            raise _Refusal(_refusal(
-                ErrorCode.SERVER_BUSY,
-                "the server cannot reach its store just now: try again in a moment",
-                message,
-            )) from None
 
     def _too_many_new_sessions(
         self, connection: RaceConnection, hello: protocol.Hello
@@ -467,9 +447,9 @@ class SocketTier:
             self._refuse_request(connection, message, ErrorCode.ALREADY_WELCOMED,
                                  "this connection has already said hello")
             return None
-        if isinstance(message, ClaimName):
+        if isinstance(message, PLAYER_REQUESTS):
             assert self._loop is not None
-            return self._loop.create_task(self._claim(connection, session, message))
+            return self._loop.create_task(self._answer_player(connection, session, message))
         if answered_with_done(message):
             ticket, done = self._ticket()
             self._bus.send(Request(session.caller, message, None, ticket))
@@ -479,45 +459,15 @@ class SocketTier:
         ))
         return None
 
-    async def _claim(
-        self, connection: ServerConnection, session: Session, message: ClaimName
+    async def _answer_player(
+        self, connection: ServerConnection, session: Session, message: ClientRequest
     ) -> None:
-        """Claim the session's name for a new player, and send it its key (once: the
-        store keeps only the key's digest)."""
+        """Answer a players' request (:class:`~server.player_desk.PlayerDesk`)."""
         try:
-            if session.role is not Role.PLAYER:
-                raise _Refusal(_refusal(
-                    ErrorCode.WRONG_ROLE, "a spectator cannot claim a name: say hello as a "
-                    "player", message,
-                ))
-            if session.player is not None:
-                raise _Refusal(_refusal(
-                    ErrorCode.ALREADY_CLAIMED,
-                    f"this session plays as the claimed player {session.player} already",
-                    message,
-                ))
-            key = new_player_key()
-            claim = functools.partial(
-                claim_name, session.session_id, session.name, session.bot, key_digest(key),
-                self._now(),
-            )
-            claimed: ClaimedPlayer | None = await self._job(claim, message, writes=True)
-            if claimed is None:
-                raise _Refusal(_refusal(
-                    ErrorCode.NAME_TAKEN,
-                    f"a player has claimed a name that looks the same as {show(session.name)}"
-                    " (ignoring case and look-alike letters): say hello under another name "
-                    "to claim one",
-                    message,
-                ))
-        except _Refusal as refused:
+            answer = await self.players.answer(session, message)
+        except Refusal as refused:
             self._refuse(connection, refused.error)
             return
-        session.plays_as(claimed.player_id)
-        log_event("name_claimed", session=session.session_id, player=claimed.player_id,
-                  name=claimed.name)
-        answer = PlayerKey(player=claimed.player_id, name=claimed.name, key=key,
-                           reply_to=message.id)
         fanout.send((connection,), encode_players(answer), self.config.send_buffer_limit)
 
     def _refuse_request(
@@ -800,7 +750,7 @@ class _Conversation:
     async def _hello(self, hello: protocol.Hello) -> None:
         try:
             session = await self._tier._hello(self._connection, hello)
-        except _Refusal as refused:
+        except Refusal as refused:
             self._tier._refuse(self._connection, refused.error)  # it may say hello again
             return
         if session is None:
@@ -960,20 +910,6 @@ class _Liveness:
         self._timer.cancel()
         if self._pinging is not None:
             self._pinging.cancel()
-
-
-class _Refusal(Exception):
-    """A request refused while it waited for the store: answered with ``error``, the
-    connection left open."""
-
-    def __init__(self, error: ProtocolError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
-def _refusal(code: ErrorCode, text: str, message: ClientRequest) -> ProtocolError:
-    """The error answering ``message`` with ``code`` and ``text``."""
-    return ProtocolError(code, text, in_reply_to=message.TYPE, reply_to=message.id)
 
 
 def _named(bot: bool, role: Role) -> bool:

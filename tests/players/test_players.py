@@ -15,7 +15,7 @@ from protocol import ErrorCode, Hello, Role, Welcome
 from protocol.messages import Error
 from protocol.players import ClaimName, PlayerKey
 from server.config import ServerConfig
-from server.journal import Journal, PlayerRecord
+from server.journal import PlayerRecord
 from server.player_store import (
     ClaimedPlayer,
     claim_name,
@@ -25,31 +25,9 @@ from server.player_store import (
     new_player_key,
 )
 from server.postgres import PostgresStore
-from server.store import Store, is_database_url
+from server.store import Store
 from tests.conftest import LiveServer, fast_config, start_live_server
 from tests.server.wire_client import WireClient
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the store is kept: an SQLite file, or a PostgreSQL database of the test's own."""
-    if request.param == "sqlite":
-        return str(tmp_path / "journal.db")
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
-@pytest.fixture
-async def store(db: str) -> AsyncIterator[Store]:
-    opened: Store
-    if is_database_url(db):
-        opened = await PostgresStore.open(db)
-    else:
-        opened = await asyncio.to_thread(Journal, db)
-    try:
-        yield opened
-    finally:
-        await opened.aclose()
 
 
 async def claim(store: Store, session: str, name: str, key: str) -> ClaimedPlayer | None:
