@@ -695,14 +695,16 @@ class Journal(StoreBase):
         """:meth:`results`, in a thread."""
         return await asyncio.to_thread(self.results, race_ids)
 
-    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
-        """The stored tournaments (only the one with join code ``code`` if given), read in
-        a thread."""
+    async def read_tournaments(
+        self, code: str | None = None, *, include_finished: bool = True
+    ) -> list[StoredTournament]:
+        """The stored tournaments (only the one with join code ``code`` if given; not the
+        finished ones unless ``include_finished``), read in a thread."""
         from server.tournament_store import stored_tournaments_in
 
         def read() -> list[StoredTournament]:
             with self.reading() as connection:
-                return stored_tournaments_in(connection, code)
+                return stored_tournaments_in(connection, code, include_finished)
 
         return await asyncio.to_thread(read)
 
@@ -904,8 +906,10 @@ def _migrate(connection: sqlite3.Connection) -> None:
     :func:`~server.journal_file.mark_open` fills it), version 7 only ``watching``
     (``_SCHEMA`` creates it empty: an older server kept what its sessions watched in
     memory only), version 8 only ``leases`` (created empty: the server opening it
-    takes its lease), and version 9 ``players.claimed_by`` (no session of an older
-    server played as a claimed player) and the player tables (created empty)."""
+    takes its lease), version 9 ``players.claimed_by`` (no session of an older
+    server played as a claimed player) and the player tables (created empty), and version
+    10 the creator of each tournament (``created_by``: NULL for those stored before, which
+    no session's cap counts)."""
     row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
     version = row[0]
     if version is None:
@@ -932,6 +936,10 @@ def _migrate(connection: sqlite3.Connection) -> None:
         columns = {info[1] for info in connection.execute("PRAGMA table_info(players)")}
         if "claimed_by" not in columns:
             connection.execute("ALTER TABLE players ADD COLUMN claimed_by TEXT")
+    if version < 10:
+        columns = {info[1] for info in connection.execute("PRAGMA table_info(tournaments)")}
+        if columns and "created_by" not in columns:
+            connection.execute("ALTER TABLE tournaments ADD COLUMN created_by TEXT")
     connection.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
     connection.execute("COMMIT")
 
@@ -1086,7 +1094,9 @@ class DisabledJournal(Journal):
         """Nothing: nothing was stored."""
         return Recovered()
 
-    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
+    async def read_tournaments(
+        self, code: str | None = None, *, include_finished: bool = True
+    ) -> list[StoredTournament]:
         """None: nothing was stored."""
         return []
 

@@ -74,13 +74,14 @@ from server.store import (
 )
 from server.tournament_store import (
     EVENTS_QUERY,
-    TOURNAMENTS_QUERY,
     StoredTournament,
     stored_tournament,
+    tournaments_query,
 )
 
-#: The version of the tables :data:`_SCHEMA` creates (this store's own numbering).
-SCHEMA_VERSION = 2
+#: The version of the tables :data:`_SCHEMA` creates (this store's own numbering): 2 added
+#: ``players.claimed_by``, 3 ``tournaments.created_by``.
+SCHEMA_VERSION = 3
 
 #: Seconds before the first attempt to connect again after the database was lost...
 RECONNECT_FIRST = 0.1
@@ -153,8 +154,11 @@ CREATE TABLE IF NOT EXISTS tournaments (
     settings text NOT NULL,
     created_at double precision NOT NULL,
     status text NOT NULL,
-    seq bigint GENERATED ALWAYS AS IDENTITY
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    created_by text
 );
+CREATE INDEX IF NOT EXISTS tournaments_unfinished
+    ON tournaments (created_at, seq) WHERE status <> 'finished';
 CREATE TABLE IF NOT EXISTS tournament_events (
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     tournament_id text NOT NULL,
@@ -225,6 +229,12 @@ _INSERT_RACE = (
 _UNFINISHED = (
     "SELECT race_id, code, seed, options, tournament_id, created_at FROM races"
     " WHERE finished_at IS NULL ORDER BY created_at"
+)
+#: Whether ``tournaments`` has its ``created_by`` column: a command reads a database the
+#: server has not brought up to version 2 yet without it.
+_HAS_CREATOR = (
+    "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema ="
+    " current_schema() AND table_name = 'tournaments' AND column_name = 'created_by')"
 )
 _COMMANDS_OF = (
     "SELECT race_id, command, at FROM race_commands WHERE race_id = ANY(%s) ORDER BY race_id, seq"
@@ -516,14 +526,19 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
-    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
-        """Every stored tournament, oldest first (only the one with ``code`` if given)."""
+    async def read_tournaments(
+        self, code: str | None = None, *, include_finished: bool = True
+    ) -> list[StoredTournament]:
+        """Every stored tournament, oldest first (only the one with ``code`` if given; not
+        the finished ones unless ``include_finished``)."""
 
         async def read(connection: Connection) -> list[StoredTournament]:
-            where = " WHERE code = %s" if code else ""
+            (creator,) = (await _rows(connection, _HAS_CREATOR))[0]
+            query = tournaments_query(
+                code=bool(code), include_finished=include_finished, has_creator=creator
+            )
             rows = await _rows(
-                connection, TOURNAMENTS_QUERY + where + " ORDER BY created_at, seq",
-                (code,) if code else (),
+                connection, _sql(query) + " ORDER BY created_at, seq", (code,) if code else ()
             )
             return [
                 stored_tournament(row, await _rows(connection, _sql(EVENTS_QUERY), (row[0],)))
@@ -660,12 +675,21 @@ async def _prepare(url: str, connection: Connection) -> None:
                 await connection.execute(
                     "INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,)
                 )
-            elif version < 2:
-                # The sessions' claimed players (the player tables are created above).
-                await connection.execute(
-                    "ALTER TABLE players ADD COLUMN IF NOT EXISTS claimed_by text"
-                )
-                await connection.execute("UPDATE schema_version SET version = 2")
+            else:
+                if version < 2:
+                    # The sessions' claimed players (the player tables are created above).
+                    await connection.execute(
+                        "ALTER TABLE players ADD COLUMN IF NOT EXISTS claimed_by text"
+                    )
+                if version < 3:
+                    # The session that created each tournament (NULL before).
+                    await connection.execute(
+                        "ALTER TABLE tournaments ADD COLUMN IF NOT EXISTS created_by text"
+                    )
+                if version < SCHEMA_VERSION:
+                    await connection.execute(
+                        "UPDATE schema_version SET version = %s", (SCHEMA_VERSION,)
+                    )
     except psycopg.Error as error:
         raise _refusal(url, f"cannot be prepared ({_reason(error)})") from None
 

@@ -151,8 +151,11 @@ class Store(Protocol):
         """The stored results of those of ``race_ids`` that have one."""
         ...
 
-    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
-        """Every stored tournament (only the one with join code ``code`` if given)."""
+    async def read_tournaments(
+        self, code: str | None = None, *, include_finished: bool = True
+    ) -> list[StoredTournament]:
+        """Every stored tournament, oldest first (only the one with join code ``code`` if
+        given; without the finished ones unless ``include_finished``)."""
         ...
 
     async def run(self, job: JobFactory, *, writes: bool) -> Any:
