@@ -24,7 +24,6 @@ from protocol import ErrorCode, Role, encode
 from protocol.players import RatingChanged, encode_players
 from protocol.result import RaceResult
 from protocol.schema import show
-from protocol.tournament import TournamentControl
 from server import lobby as lobbies
 from server import race as core
 from server.bus import (
@@ -205,7 +204,7 @@ class RaceTier:
         received_at: float | None,
         ticket: int | None,
     ) -> None:
-        if answered_with_done(message) and ticket is not None:
+        if answered_with_done(message):
             self._run(self._answer_later(caller, message, ticket))
             return
         try:
@@ -219,17 +218,21 @@ class RaceTier:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _answer_later(self, caller: Caller, message: ClientRequest, ticket: int) -> None:
-        """Answer a request that may wait for a winnable deal, then say :class:`Done`."""
+    async def _answer_later(
+        self, caller: Caller, message: ClientRequest, ticket: int | None
+    ) -> None:
+        """Answer a request that may wait (for a winnable deal, or a read of the store),
+        then say :class:`Done` (when the socket tier holds its connection for it)."""
         try:
             if isinstance(message, protocol.CreateRace):
                 await self._on_create_winnable_race(caller, message)
-            elif isinstance(message, TournamentControl):
-                await self.tournaments.start_when_dealt(caller, message)
+            elif self.tournaments.handles(message):
+                await self.tournaments.answer_later(caller, message)
         except Exception as error:
             self._answer_failed(caller, message, error)
         finally:
-            self._bus.publish([Done(caller.session_id, ticket)])
+            if ticket is not None:
+                self._bus.publish([Done(caller.session_id, ticket)])
 
     def _answer_failed(self, caller: Caller, message: ClientRequest, error: Exception) -> None:
         """Answer a request whose handling raised: a refusal as its error code, anything

@@ -942,6 +942,9 @@ def _show_limits(config: ServerConfig, metrics: Metrics) -> None:
         connections_per_address=config.max_connections_per_address,
         new_sessions_per_address_per_minute=config.new_sessions_per_minute,
         session_idle_expiry_seconds=config.session_idle_expiry,
+        open_tournaments=config.max_open_tournaments,
+        tournaments_per_session=config.tournaments_per_session,
+        tournament_idle_expiry_seconds=config.tournament_idle_expiry,
     )
     for reason in (
         admission.CONNECTIONS,

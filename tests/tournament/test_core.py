@@ -364,10 +364,11 @@ def test_a_tournament_idle_for_its_time_ends_with_the_events_an_end_makes() -> N
     ended = with_entrants(new_tournament(), "a", "b")
     assert expired.idle_deadline(IDLE) == 1.0 + IDLE
     assert expired.apply(Expire(IDLE), IDLE) == [], "not idle long enough yet"
-    assert expired.status is TournamentStatus.OPEN
+    statuses = [expired.status]
     events = expired.apply(Expire(IDLE), 1.0 + IDLE)
     assert events == ended.apply(End(HOST), 1.0 + IDLE) == [Ending(), Finished()]
-    assert expired.status is TournamentStatus.FINISHED
+    statuses.append(expired.status)
+    assert statuses == [TournamentStatus.OPEN, TournamentStatus.FINISHED]
     assert expired.idle_deadline(IDLE) is None and expired.apply(Expire(IDLE), 1e9) == []
 
 
