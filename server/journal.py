@@ -31,13 +31,13 @@ it writes under (:func:`server.store.fences_of`): a journal opened by a server h
 lease of every resource, and a second journal opened on the same file takes it over, so
 the first one's writes are refused from then on (:class:`~server.store.LeaseLost`).
 
-Tables (``schema_version`` 9; an older file is brought up to it when opened: version 1
+Tables (``schema_version`` 10; an older file is brought up to it when opened: version 1
 gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``,
 versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
 ``commands_after`` instead, versions 1 to 4 gain ``players.last_seen``, versions 1 to 5
 gain ``journal_state``, versions 1 to 6 gain ``watching``, versions 1 to 7 gain
-``leases`` and versions 1 to 8 gain ``players.claimed_by`` and the tables of
-:mod:`server.player_store`):
+``leases``, versions 1 to 8 gain ``players.claimed_by`` and the tables of
+:mod:`server.player_store`, and versions 1 to 9 gain ``tournaments.created_by``):
 
 - ``players``: one row per session and its role (player or spectator); the resume
   token is kept only as a SHA-256. ``last_seen`` is when it last connected or left; a

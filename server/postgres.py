@@ -231,7 +231,7 @@ _UNFINISHED = (
     " WHERE finished_at IS NULL ORDER BY created_at"
 )
 #: Whether ``tournaments`` has its ``created_by`` column: a command reads a database the
-#: server has not brought up to version 2 yet without it.
+#: server has not brought up to version 3 yet without it.
 _HAS_CREATOR = (
     "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema ="
     " current_schema() AND table_name = 'tournaments' AND column_name = 'created_by')"
