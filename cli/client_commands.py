@@ -26,6 +26,10 @@ def register(subparsers: Subparsers) -> None:
     play = subparsers.add_parser("play", help="race other players on a server (full screen)")
     _add_server_argument(play)
     play.add_argument("--name", help="your name in races (default: your login name)")
+    play.add_argument(
+        "--guest", action="store_true",
+        help="play as a guest even if this machine has a player key for the server",
+    )
     start = play.add_mutually_exclusive_group()
     start.add_argument("--quick", action="store_true", help="join a public race at once")
     start.add_argument("--race", metavar="CODE", help="join the race with this code")
@@ -199,6 +203,7 @@ def play_app(args: argparse.Namespace) -> FoursquareApp | None:
     """
     from client.connection import Connection
     from client.network_app import NetworkApp, Plan
+    from client.player_keys import KeyStore
     from client.saved_session import SessionStore
 
     name = _name_to_send(args.name if args.name is not None else _default_name())
@@ -221,11 +226,14 @@ def play_app(args: argparse.Namespace) -> FoursquareApp | None:
     saved = sessions.load(args.server)
     if saved is not None and args.name is not None and saved.name != name:
         saved = None  # another player on this account: leave that race alone
-    connection = (
-        Connection(args.server, saved.name, resume=saved.resume, ca_file=args.ca_file)
-        if saved is not None
-        else Connection(args.server, name, ca_file=args.ca_file)
-    )
+    key = None if args.guest else KeyStore.default().load(args.server)
+    if saved is not None:
+        connection = Connection(args.server, saved.name, resume=saved.resume,
+                                ca_file=args.ca_file)
+    elif key is not None:  # the claimed player: its name, its rating
+        connection = Connection(args.server, key.name, player_key=key.key, ca_file=args.ca_file)
+    else:
+        connection = Connection(args.server, name, ca_file=args.ca_file)
     return NetworkApp(connection, plan, sessions=sessions)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 COMMAND_MODULES = (
     "cli.game_commands",
     "cli.client_commands",
+    "cli.player_commands",
     "cli.server_commands",
     "cli.tournament_commands",
     "cli.analysis_commands",

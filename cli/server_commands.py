@@ -125,6 +125,21 @@ def register(subparsers: Subparsers) -> None:
         help="forget a session after this long with no connection, unless it is in a race "
         "or a tournament not over (default 86400: a day)",
     )
+    limits.add_argument(
+        "--max-tournaments", type=int, metavar="N",
+        help="tournaments not finished, in all; past it create_tournament gets server_busy "
+        "(default 1000)",
+    )
+    limits.add_argument(
+        "--tournaments-per-session", type=int, metavar="N",
+        help="tournaments one session may hold, not finished or finished in the last "
+        "5 minutes; past it its create_tournament gets server_busy (default 3)",
+    )
+    limits.add_argument(
+        "--tournament-expiry", type=float, metavar="SECONDS",
+        help="end a tournament after this long with no race in progress and nothing "
+        "happening in it (default 86400: a day)",
+    )
     serve_parser.add_argument(
         "--tls-cert", metavar="FILE",
         help="PEM certificate chain: serve wss:// (and https:// for /healthz and /metrics); "
@@ -210,6 +225,9 @@ def run_serve(args: argparse.Namespace) -> int:
             max_connections_per_address=args.max_connections_per_address,
             new_sessions_per_minute=args.new_sessions_per_minute,
             session_idle_expiry=args.session_expiry,
+            max_open_tournaments=args.max_tournaments,
+            tournaments_per_session=args.tournaments_per_session,
+            tournament_idle_expiry=args.tournament_expiry,
             trusted_proxies=args.trusted_proxy,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,

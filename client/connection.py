@@ -38,6 +38,7 @@ from protocol import (
     decode_server,
     encode,
 )
+from protocol.players import PlayerClientMessage
 from protocol.tournament import TournamentClientMessage
 
 CLIENT_NAME = "foursquare-tui/0.1"
@@ -152,13 +153,15 @@ class Connection:
         protocol_version: int = PROTOCOL_VERSION,
         ca_file: str | None = None,
         resume: str | None = None,
+        player_key: str | None = None,
     ) -> None:
         """``url`` is the server's address, or several (a list, or one string with commas):
         the addresses of a cluster's nodes, any of which serves the session. The first is
         tried first; when it cannot be reached, or the connection to it is lost, the next
         one is (round the list, with the backoff between rounds of reconnection).
         ``ca_file`` is trusted besides the system's store for a ``wss://`` address (see
-        :func:`tls_options`)."""
+        :func:`tls_options`); with ``player_key`` a new session plays as that claimed
+        player (:mod:`client.player_keys`)."""
         self.urls = server_addresses(url)
         self.url = self.urls[0]
         """The address in use (or tried last)."""
@@ -176,6 +179,7 @@ class Connection:
         self.saved_token = resume
         """A token saved by an earlier run, said in the first ``hello``; dropped quietly
         if the server no longer knows it."""
+        self.player_key = player_key
         self.state = LinkState.CLOSED
         self._socket: ClientConnection | None = None
         self._closing = False
@@ -267,6 +271,7 @@ class Connection:
         """Say hello (resuming if we can) and read the answer."""
         resume = self.welcome.resume if self.welcome is not None else self.saved_token
         hello = Hello(name=self.name, bot=self.bot, role=self.role, resume=resume,
+                      player_key=None if resume else self.player_key,
                       client=CLIENT_NAME, protocol_version=self.protocol_version)
         await socket.send(encode(hello))
         try:
@@ -297,7 +302,9 @@ class Connection:
         port: int = socket.local_address[1]
         return port
 
-    async def send(self, message: ClientMessage | TournamentClientMessage) -> bool:
+    async def send(
+        self, message: ClientMessage | TournamentClientMessage | PlayerClientMessage
+    ) -> bool:
         """Send ``message`` if the link is up; ``False`` if it could not be sent now."""
         socket = self._socket
         if socket is None:

@@ -86,16 +86,23 @@ class SessionStore:
         return dict(sessions) if isinstance(sessions, dict) else {}
 
     def _write(self, sessions: dict[str, object]) -> None:
-        """Replace the file at once, private from the first byte (the token is a secret)."""
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # mkdir's mode is cut by the umask, and not applied to a directory that exists.
-        os.chmod(self.directory, 0o700)
-        text = json.dumps({"format": _FORMAT, "sessions": sessions}, indent=2)
-        handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".session-")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:  # mkstemp makes it 0600
-                file.write(text + "\n")
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_private(self.path, {"format": _FORMAT, "sessions": sessions})
+
+
+def write_private(path: Path, document: object) -> None:
+    """Replace the JSON file at ``path`` at once with ``document``, readable by its owner
+    only from the first byte (mode 0600, in a directory of mode 0700): what it holds is
+    a secret (a resume token, a player key)."""
+    directory = path.parent
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # mkdir's mode is cut by the umask, and not applied to a directory that exists.
+    os.chmod(directory, 0o700)
+    text = json.dumps(document, indent=2)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.stem}-")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:  # mkstemp makes it 0600
+            file.write(text + "\n")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -24,7 +24,14 @@ from protocol.names import BadName, normalise_name
 #: Refusals a player meets in the client, in the client's words (the server's own
 #: message would only say the same again).
 _PLAYER_SENTENCES = {
-    ErrorCode.NAME_TAKEN: "That name is taken by another connected player: choose another.",
+    ErrorCode.NAME_TAKEN: (
+        "That name is taken by another connected player, or claimed by a player: choose "
+        "another (or play with that player's key)."
+    ),
+    ErrorCode.UNKNOWN_PLAYER_KEY: (
+        "The server knows no player with your saved key: import the right one "
+        "(foursquare key import), or play as a guest with --guest."
+    ),
     ErrorCode.RACE_FULL: "That race is full.",
     ErrorCode.RACE_NOT_FOUND: "No race has that code.",
     ErrorCode.RACE_STARTED: "That race has already started.",

@@ -62,7 +62,17 @@ from protocol.messages import (
     millis,
 )
 
-# Importing the tournament messages also registers them with the codec's tables.
+# Importing the players' and the tournament messages also registers them with the
+# codec's tables.
+from protocol.players import (
+    ClaimName,
+    GetLeaderboard,
+    GetProfile,
+    Leaderboard,
+    PlayerKey,
+    Profile,
+    RatingChanged,
+)
 from protocol.tournament import (
     CreateTournament,
     EntrantState,
@@ -89,6 +99,7 @@ __all__ = [
     "SERVER_MESSAGES",
     "Boards",
     "CardToPlace",
+    "ClaimName",
     "ClientMessage",
     "CloseCode",
     "CreateRace",
@@ -98,10 +109,13 @@ __all__ = [
     "ErrorCode",
     "ExportTournament",
     "Flip",
+    "GetLeaderboard",
+    "GetProfile",
     "Hello",
     "HostAction",
     "JoinRace",
     "JoinTournament",
+    "Leaderboard",
     "LeaveRace",
     "LeaveTournament",
     "Limits",
@@ -112,7 +126,9 @@ __all__ = [
     "PileView",
     "Ping",
     "Place",
+    "PlayerKey",
     "Pong",
+    "Profile",
     "Progress",
     "ProgressEntry",
     "ProtocolError",
@@ -127,6 +143,7 @@ __all__ = [
     "RacerBoard",
     "RacerInfo",
     "RacerStatus",
+    "RatingChanged",
     "Ready",
     "Resign",
     "Role",

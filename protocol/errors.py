@@ -78,6 +78,9 @@ class ErrorCode(StrEnum):
     TOURNAMENT_STATE = "tournament_state"
     NOT_AN_ENTRANT = "not_an_entrant"
     ALREADY_ENTERED = "already_entered"
+    UNKNOWN_PLAYER_KEY = "unknown_player_key"
+    ALREADY_CLAIMED = "already_claimed"
+    PLAYER_NOT_FOUND = "player_not_found"
 
     @property
     def sentence(self) -> str:
@@ -99,7 +102,7 @@ _SENTENCES: dict[ErrorCode, str] = {
     ErrorCode.HELLO_REQUIRED: "The first message on a connection must be hello.",
     ErrorCode.ALREADY_WELCOMED: "This connection already sent hello.",
     ErrorCode.INVALID_TOKEN: "The resume token is unknown or expired; say hello without it.",
-    ErrorCode.NAME_TAKEN: "Another connected player uses that name.",
+    ErrorCode.NAME_TAKEN: "Another connected player uses that name, or a player claimed it.",
     ErrorCode.WRONG_ROLE: "A spectator cannot race, and a racer cannot do this.",
     ErrorCode.NOT_A_RACER: "You are not a racer in that race.",
     ErrorCode.ALREADY_JOINED: "You are already in that race (or another); leave it first.",
@@ -128,6 +131,11 @@ _SENTENCES: dict[ErrorCode, str] = {
     ErrorCode.TOURNAMENT_STATE: "The tournament is not in a state that allows that now.",
     ErrorCode.NOT_AN_ENTRANT: "You are not an entrant of that tournament (or were removed).",
     ErrorCode.ALREADY_ENTERED: "You are already an entrant of that tournament.",
+    ErrorCode.UNKNOWN_PLAYER_KEY: (
+        "No player has that key; check it, or say hello without it to play as a guest."
+    ),
+    ErrorCode.ALREADY_CLAIMED: "This session already plays as a claimed player.",
+    ErrorCode.PLAYER_NOT_FOUND: "No claimed player has that id.",
 }
 
 _CLOSES: dict[ErrorCode, CloseCode] = {

@@ -89,8 +89,10 @@ RACE_CODE = Str(1, 32, r"[A-Za-z0-9_-]+")
 #: A name as the server sends it (``hello.name`` is checked by the fuller rule of
 #: :mod:`protocol.names`; names stored before that rule are still sent and read).
 NAME = Str(1, MAX_NAME_LENGTH, text=True)
-#: Resume and host tokens: secret (an error about one never quotes it).
+#: Resume and host tokens, player keys: secret (an error about one never quotes it).
 TOKEN = Token(16, 128)
+#: A claimed player's public id.
+PLAYER_ID = Str(1, 64, r"[A-Za-z0-9_.:-]+")
 MOVE = Int(1, 40)
 COORD = Int(-5, 5)
 CARDS_40 = Int(0, 40)
@@ -136,6 +138,9 @@ class RaceOptions:
     seed_policy: SeedPolicy = SeedPolicy.RANDOM
     """``winnable`` asks for a seed the server has checked can be won (``no_winnable_deal``
     if it finds none within its search budget)."""
+    rated: bool = False
+    """Rate the result: the claimed players in it gain or lose rating in the pool of its
+    ruleset (see [Ratings](#ratings)). Quick races always are."""
 
 
 def _check_options(options: RaceOptions) -> str | None:
@@ -160,6 +165,7 @@ register(
     auto_start=Bool(),
     countdown=Int(0, 60),
     seed_policy=Choice(SeedPolicy),
+    rated=Bool(),
 )
 
 
@@ -383,6 +389,11 @@ class Hello:
     """``player`` to race; ``spectator`` to only watch."""
     resume: str | None = None
     """A resume token from an earlier ``welcome``: continue that session."""
+    player_key: str | None = None
+    """A player key from an earlier ``player_key`` (see [Players](#players)): play as
+    that claimed player, under its name (``name`` is then not used). An unknown key is
+    refused with ``unknown_player_key``; the connection stays open for another
+    ``hello``."""
     client: str | None = None
     """The client software and version, for logs (``"foursquare-tui/0.1"``)."""
     id: int | None = None
@@ -493,6 +504,7 @@ register(
     bot=Bool(),
     role=Choice(Role),
     resume=Optional(TOKEN),
+    player_key=Optional(TOKEN),
     client=Optional(Str(1, 64, text=True)),
     id=REQUEST_ID,
 )
@@ -530,6 +542,9 @@ class Welcome:
     server_time: int
     resumed: bool = False
     """True when ``hello`` resumed an earlier session (the race state follows)."""
+    player: str | None = None
+    """The claimed player this session plays as (see [Players](#players)); nil for a
+    guest."""
     reply_to: int | None = None
 
 
@@ -785,6 +800,7 @@ register(
     server=Struct(ServerInfo),
     server_time=SERVER_TIME,
     resumed=Bool(),
+    player=Optional(PLAYER_ID),
     reply_to=REQUEST_ID,
 )
 register(

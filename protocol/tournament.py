@@ -233,7 +233,8 @@ class SetArenaAvailable:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WatchTournament:
-    """Receive the tournament's state now and after every change."""
+    """Receive the tournament's state now and after every change (a finished tournament
+    no longer in the server's memory: its final state, once)."""
 
     TYPE: ClassVar[str] = "watch_tournament"
     tournament: str

@@ -42,7 +42,9 @@ from protocol import (
     SeedPolicy,
     Spectate,
 )
+from protocol.players import PlayerClientMessage
 from protocol.tournament import (
+    CreateTournament,
     ExportTournament,
     HostAction,
     JoinTournament,
@@ -75,7 +77,7 @@ def session_channel(session_id: str) -> str:
 
 # ------------------------------------------------------------------ commands
 
-ClientRequest = ClientMessage | TournamentClientMessage
+ClientRequest = ClientMessage | TournamentClientMessage | PlayerClientMessage
 """Any message a client may send, decoded."""
 
 
@@ -87,6 +89,8 @@ class Caller:
     name: str
     bot: bool
     role: Role
+    player: str | None = None
+    """The claimed player the session plays as (rated races rate it); ``None``: a guest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,10 +141,14 @@ Command = Request | Attach | Detach | CheckExpiry
 def answered_with_done(message: ClientRequest) -> bool:
     """Whether the race tier answers ``message`` with a :class:`Done` once it is through
     with it: a request that may wait for a winnable deal (a winnable ``create_race``, a
-    host starting a tournament, which may deal them). The socket tier holds the
+    host starting a tournament, which may deal them) or for a read of the store (a new
+    tournament's code is checked against the stored ones; a finished tournament no longer
+    in memory is watched or exported from the store). The socket tier holds the
     connection's later messages until then, so they are still handled in order."""
     if isinstance(message, CreateRace):
         return message.options.seed_policy is SeedPolicy.WINNABLE
+    if isinstance(message, CreateTournament | WatchTournament | ExportTournament):
+        return True
     return isinstance(message, TournamentControl) and message.action is HostAction.START
 
 #: Requests routed to their race's channel (the lobby takes the rest: a quick race or a

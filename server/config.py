@@ -22,6 +22,9 @@ ENVIRONMENT = {
     "max_connections_per_address": "FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS",
     "new_sessions_per_minute": "FOURSQUARE_NEW_SESSIONS_PER_MINUTE",
     "session_idle_expiry": "FOURSQUARE_SESSION_EXPIRY",
+    "max_open_tournaments": "FOURSQUARE_MAX_TOURNAMENTS",
+    "tournaments_per_session": "FOURSQUARE_TOURNAMENTS_PER_SESSION",
+    "tournament_idle_expiry": "FOURSQUARE_TOURNAMENT_EXPIRY",
     "trusted_proxies": "FOURSQUARE_TRUSTED_PROXIES",
     "tls_cert": "FOURSQUARE_TLS_CERT",
     "tls_key": "FOURSQUARE_TLS_KEY",
@@ -168,7 +171,24 @@ class ServerConfig:
     watching the oldest watched races that are over or forgotten, and is refused with
     ``server_busy`` when every one is still on. The terminal client follows at most 12."""
     finished_linger: float = 300.0
-    """Seconds a finished race stays in memory for late resumes and spectators."""
+    """Seconds a finished race or tournament stays in memory for late resumes and
+    spectators. Then a race's result, and a finished tournament for ``watch_tournament``
+    and ``export_tournament``, are read from the store."""
+    max_open_tournaments: int = 1000
+    """Tournaments not finished the server holds at once (0: no cap); past it
+    ``create_tournament`` gets ``server_busy``. Every one is in memory and brought back at
+    each start until it finishes, and an abandoned one finishes only after
+    ``tournament_idle_expiry``: this is what bounds them."""
+    tournaments_per_session: int = 3
+    """Tournaments one session may hold at once (0: no cap): those it created that are not
+    finished, or finished less than ``finished_linger`` ago (still in memory, so that
+    creating and ending tournaments in a loop cannot fill it). Past it ``create_tournament``
+    gets ``server_busy``. A host runs one tournament at a time, a club a few."""
+    tournament_idle_expiry: float = 24 * 3600.0
+    """Seconds a tournament not finished may go with no race in progress and no event
+    (nobody joined, left, was dealt or scored, the host changed nothing) before the server
+    ends it as the host's ``end`` would (0: never). Long enough for a club that meets in
+    the evening to pick its tournament up again the next day."""
     par_budget: float = 2.0
     """Seconds the solver may spend on a finished race's par (in a low-priority child
     process, after the result is out); 0 computes no par."""
@@ -310,5 +330,8 @@ _PARSERS: dict[str, Callable[[object], object]] = {
     "new_sessions_per_minute": _count,
     "session_idle_expiry": _seconds,
     "lease_ttl": _seconds,
+    "max_open_tournaments": _count,
+    "tournaments_per_session": _count,
+    "tournament_idle_expiry": _seconds,
     "trusted_proxies": _networks,
 }

@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from server.config import Clock, ServerConfig
 from server.journal import PlayerRecord, PlayersForgotten, Record
 from server.logs import log_event
 from server.metrics import Metrics
+from server.player_store import JobFactory
 from server.sessions import SessionRegistry
 
 
@@ -39,6 +40,10 @@ class SessionRecords(Protocol):
 
     async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
         """The stored player whose resume token has digest ``token_hash``."""
+        ...
+
+    async def run(self, job: JobFactory, *, writes: bool) -> Any:
+        """Run a job of :mod:`server.player_store` (claimed names and keys)."""
         ...
 
 

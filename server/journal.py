@@ -31,17 +31,19 @@ it writes under (:func:`server.store.fences_of`): a journal opened by a server h
 lease of every resource, and a second journal opened on the same file takes it over, so
 the first one's writes are refused from then on (:class:`~server.store.LeaseLost`).
 
-Tables (``schema_version`` 8; an older file is brought up to it when opened: version 1
+Tables (``schema_version`` 10; an older file is brought up to it when opened: version 1
 gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``,
 versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
 ``commands_after`` instead, versions 1 to 4 gain ``players.last_seen``, versions 1 to 5
-gain ``journal_state``, versions 1 to 6 gain ``watching`` and versions 1 to 7 gain
-``leases``):
+gain ``journal_state``, versions 1 to 6 gain ``watching``, versions 1 to 7 gain
+``leases``, versions 1 to 8 gain ``players.claimed_by`` and the tables of
+:mod:`server.player_store`, and versions 1 to 9 gain ``tournaments.created_by``):
 
-- ``players``: one row per player identity and its role (player or spectator); the resume
+- ``players``: one row per session and its role (player or spectator); the resume
   token is kept only as a SHA-256. ``last_seen`` is when it last connected or left; a
   session idle for too long is deleted (see :mod:`server.expiry`), so the rows a start
-  reads do not grow with every session ever made.
+  reads do not grow with every session ever made. ``claimed_by`` is the claimed player
+  (:mod:`server.player_store`) the session plays as, if any.
 - ``races``: one row per race; ``tournament_id`` is there for hosted tournaments, and
   ``commands_after`` is the last command's ``seq`` when the race was opened: its own
   commands all come after it.
@@ -91,6 +93,8 @@ from server.journal_file import (
 )
 from server.journal_file import SCHEMA_VERSION as SCHEMA_VERSION  # part of this API
 from server.logs import failure, log_event
+from server.player_store import SQLITE_SCHEMA as PLAYER_SCHEMA
+from server.player_store import Job, JobFactory
 from server.race import (
     Command,
     Disconnect,
@@ -141,7 +145,8 @@ CREATE TABLE IF NOT EXISTS players (
     bot INTEGER NOT NULL,
     created_at REAL NOT NULL,
     role TEXT NOT NULL DEFAULT 'player',
-    last_seen REAL
+    last_seen REAL,
+    claimed_by TEXT
 );
 CREATE TABLE IF NOT EXISTS races (
     race_id TEXT PRIMARY KEY,
@@ -201,6 +206,8 @@ class PlayerRecord:
     last_seen: float | None = None
     """When the player last connected or left (``created_at`` until then): how long it
     has been idle, for session expiry."""
+    claimed_by: str | None = None
+    """The claimed player the session plays as (:mod:`server.player_store`), if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -699,20 +706,33 @@ class Journal(StoreBase):
 
         return await asyncio.to_thread(read)
 
-    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
-        """The stored tournaments (only the one with join code ``code`` if given), read in
-        a thread."""
+    async def read_tournaments(
+        self, code: str | None = None, *, include_finished: bool = True
+    ) -> list[StoredTournament]:
+        """The stored tournaments (only the one with join code ``code`` if given; not the
+        finished ones unless ``include_finished``), read in a thread."""
         from server.tournament_store import stored_tournaments_in
 
         def read() -> list[StoredTournament]:
             with self.reading() as connection:
-                return stored_tournaments_in(connection, code)
+                return stored_tournaments_in(connection, code, include_finished)
 
         return await asyncio.to_thread(read)
 
     async def aclose(self) -> None:
         """:meth:`close`, in a thread."""
         await asyncio.to_thread(self.close)
+
+    async def run(self, job: JobFactory, *, writes: bool) -> Any:
+        """See :meth:`server.store.Store.run`: in a thread, on a connection of its own
+        (a writing job takes the write lock first, waiting for it as long as a commit's
+        ``busy_timeout`` allows; a reading one sees the snapshot of its first read)."""
+
+        def run() -> Any:
+            with self.reading() as connection:
+                return run_job(connection, job(), writes=writes)
+
+        return await asyncio.to_thread(run)
 
     def _lease_row(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
         with self._holder_lock:
@@ -807,14 +827,14 @@ def _read_recovered(connection: sqlite3.Connection) -> Recovered:
 #: Every player, in the order they were last seen (the same SQL in either store).
 PLAYERS_QUERY = (
     "SELECT player_id, token_hash, name, bot, created_at, role,"
-    " coalesce(last_seen, created_at) AS seen FROM players ORDER BY seen"
+    " coalesce(last_seen, created_at) AS seen, claimed_by FROM players ORDER BY seen"
 )
 
 
 #: The player whose resume token has this digest (a row as :data:`PLAYERS_QUERY`'s).
 PLAYER_BY_TOKEN_QUERY = (
     "SELECT player_id, token_hash, name, bot, created_at, role,"
-    " coalesce(last_seen, created_at) AS seen FROM players WHERE token_hash = ?"
+    " coalesce(last_seen, created_at) AS seen, claimed_by FROM players WHERE token_hash = ?"
 )
 
 
@@ -822,7 +842,7 @@ def player_from_row(row: Sequence[Any]) -> PlayerRecord:
     """A row of :data:`PLAYERS_QUERY` as a record (raises ``ValueError`` for a role it
     does not know)."""
     return PlayerRecord(row[0], bytes(row[1]), row[2], bool(row[3]), row[4], Role(row[5]),
-                        row[6])
+                        row[6], row[7])
 
 
 def recovered_from(
@@ -872,6 +892,7 @@ def _open_for_writing(path: Path, sync: Sync) -> sqlite3.Connection:
         with refusing(path):
             connection.executescript(_SCHEMA)
             connection.executescript(TOURNAMENT_SCHEMA)
+            connection.executescript(PLAYER_SCHEMA)
             _migrate(connection)
             mark_open(connection, path)
     except BaseException:
@@ -891,6 +912,7 @@ def _create(path: Path) -> None:
         connection = sqlite3.connect(building, isolation_level=None)
         try:
             connection.executescript(_SCHEMA)
+            connection.executescript(PLAYER_SCHEMA)
             _migrate(connection)  # gives it its schema version
             mark_closed(connection)
         finally:
@@ -904,8 +926,11 @@ def _migrate(connection: sqlite3.Connection) -> None:
     give it its version). Version 6 only added ``journal_state`` (``_SCHEMA`` creates it;
     :func:`~server.journal_file.mark_open` fills it), version 7 only ``watching``
     (``_SCHEMA`` creates it empty: an older server kept what its sessions watched in
-    memory only), and version 8 only ``leases`` (created empty: the server opening it
-    takes its lease)."""
+    memory only), version 8 only ``leases`` (created empty: the server opening it
+    takes its lease), version 9 ``players.claimed_by`` (no session of an older
+    server played as a claimed player) and the player tables (created empty), and version
+    10 the creator of each tournament (``created_by``: NULL for those stored before, which
+    no session's cap counts)."""
     row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
     version = row[0]
     if version is None:
@@ -928,6 +953,14 @@ def _migrate(connection: sqlite3.Connection) -> None:
     if version < 5:
         # When a player was last seen, for session expiry (NULL: its created_at).
         connection.execute("ALTER TABLE players ADD COLUMN last_seen REAL")
+    if version < 9:
+        columns = {info[1] for info in connection.execute("PRAGMA table_info(players)")}
+        if "claimed_by" not in columns:
+            connection.execute("ALTER TABLE players ADD COLUMN claimed_by TEXT")
+    if version < 10:
+        columns = {info[1] for info in connection.execute("PRAGMA table_info(tournaments)")}
+        if columns and "created_by" not in columns:
+            connection.execute("ALTER TABLE tournaments ADD COLUMN created_by TEXT")
     connection.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
     connection.execute("COMMIT")
 
@@ -1070,6 +1103,7 @@ class DisabledJournal(Journal):
         self.path = Path(os.devnull)
         self.sync = Sync.NORMAL
         self._closed = False
+        self._memory: sqlite3.Connection | None = None
         self.batches_committed = 0
         self.records_committed = 0
 
@@ -1085,12 +1119,22 @@ class DisabledJournal(Journal):
         """None: nothing was stored."""
         return None
 
-    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
+    async def read_tournaments(
+        self, code: str | None = None, *, include_finished: bool = True
+    ) -> list[StoredTournament]:
         """None: nothing was stored."""
         return []
 
     async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
         raise RuntimeError("a server without a journal keeps no leases")
+
+    async def run(self, job: JobFactory, *, writes: bool) -> Any:
+        """Jobs run on a database in memory, forgotten when the server stops (so a
+        benchmark's players can still claim names and race)."""
+        if self._memory is None:
+            self._memory = sqlite3.connect(":memory:", isolation_level=None)
+            self._memory.executescript(_SCHEMA + PLAYER_SCHEMA)
+        return run_job(self._memory, job(), writes=writes)
 
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
         """A future that is already done: nothing is written."""
@@ -1118,6 +1162,24 @@ class _Batch:
     blocking: bool
     """Someone may wait for ``done`` outside the loop (:meth:`Journal.write_now`, or a
     submit from outside any loop), so the writer resolves it itself."""
+
+
+def run_job(connection: sqlite3.Connection, job: Job, *, writes: bool) -> Any:
+    """Run ``job`` as one transaction on ``connection`` (autocommit mode): ``BEGIN
+    IMMEDIATE`` for one that writes, so that no other writer comes between its reads and
+    its writes; rolled back if it raises."""
+    connection.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
+    try:
+        statement = next(job)
+        while True:
+            rows = connection.execute(*statement).fetchall()
+            statement = job.send(rows)
+    except StopIteration as done:
+        connection.execute("COMMIT")
+        return done.value
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
 
 
 def _write_transaction(
@@ -1235,15 +1297,17 @@ def statements_of(record: Record) -> list[Statement]:
     a race's opening and its commands, which each store writes its own way (raises
     ``TypeError`` for those)."""
     match record:
-        case PlayerRecord(player_id, token_hash, name, bot, created_at, role, last_seen):
+        case PlayerRecord(player_id, token_hash, name, bot, created_at, role, last_seen,
+                          claimed_by):
             return [(
                 "INSERT INTO players"
-                " (player_id, token_hash, name, bot, created_at, role, last_seen)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (player_id) DO UPDATE SET"
+                " (player_id, token_hash, name, bot, created_at, role, last_seen, claimed_by)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (player_id) DO UPDATE SET"
                 " token_hash = excluded.token_hash, name = excluded.name, bot = excluded.bot,"
                 " created_at = excluded.created_at, role = excluded.role,"
-                " last_seen = excluded.last_seen",
-                (player_id, token_hash, name, int(bot), created_at, role.value, last_seen),
+                " last_seen = excluded.last_seen, claimed_by = excluded.claimed_by",
+                (player_id, token_hash, name, int(bot), created_at, role.value, last_seen,
+                 claimed_by),
             )]
         case PlayerSeen(player_id, at):
             return [("UPDATE players SET last_seen = ? WHERE player_id = ?", (at, player_id))]

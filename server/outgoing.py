@@ -35,6 +35,7 @@ def race_options(
         countdown=float(wire.countdown),
         progress_interval=progress_interval,
         reconnect_grace=reconnect_grace,
+        rated=wire.rated,
     )
 
 
@@ -50,6 +51,7 @@ def options_message(options: core.RaceOptions) -> protocol.RaceOptions:
         public=options.public,
         auto_start=options.auto_start,
         countdown=round(options.countdown),
+        rated=options.rated,
     )
 
 

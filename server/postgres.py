@@ -61,6 +61,8 @@ from server.journal import (
 )
 from server.journal_file import JournalRefused
 from server.logs import failure, log_event
+from server.player_store import POSTGRES_SCHEMA as PLAYER_SCHEMA
+from server.player_store import Job, JobFactory
 from server.store import (
     EVERY_RESOURCE,
     LONE_SERVER,
@@ -75,13 +77,14 @@ from server.store import (
 )
 from server.tournament_store import (
     EVENTS_QUERY,
-    TOURNAMENTS_QUERY,
     StoredTournament,
     stored_tournament,
+    tournaments_query,
 )
 
-#: The version of the tables :data:`_SCHEMA` creates (this store's own numbering).
-SCHEMA_VERSION = 1
+#: The version of the tables :data:`_SCHEMA` creates (this store's own numbering): 2 added
+#: ``players.claimed_by``, 3 ``tournaments.created_by``.
+SCHEMA_VERSION = 3
 
 #: Seconds before the first attempt to connect again after the database was lost...
 RECONNECT_FIRST = 0.1
@@ -98,6 +101,10 @@ _NOW = "extract(epoch FROM clock_timestamp())::float8"
 #: created or migrated, so that two servers starting together do not both do it.
 _SCHEMA_LOCK = 0x466F_7572_5371
 
+#: Another: the advisory lock every job that writes (:mod:`server.player_store`) holds
+#: for its transaction, so that such jobs run one at a time across every node.
+_JOBS_LOCK = 0x466F_7572_5372
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL);
 CREATE TABLE IF NOT EXISTS players (
@@ -107,7 +114,8 @@ CREATE TABLE IF NOT EXISTS players (
     bot integer NOT NULL,
     created_at double precision NOT NULL,
     role text NOT NULL DEFAULT 'player',
-    last_seen double precision
+    last_seen double precision,
+    claimed_by text
 );
 CREATE TABLE IF NOT EXISTS races (
     race_id text PRIMARY KEY,
@@ -149,8 +157,11 @@ CREATE TABLE IF NOT EXISTS tournaments (
     settings text NOT NULL,
     created_at double precision NOT NULL,
     status text NOT NULL,
-    seq bigint GENERATED ALWAYS AS IDENTITY
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    created_by text
 );
+CREATE INDEX IF NOT EXISTS tournaments_unfinished
+    ON tournaments (created_at, seq) WHERE status <> 'finished';
 CREATE TABLE IF NOT EXISTS tournament_events (
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     tournament_id text NOT NULL,
@@ -222,6 +233,12 @@ _UNFINISHED = (
     "SELECT race_id, code, seed, options, tournament_id, created_at FROM races"
     " WHERE finished_at IS NULL ORDER BY created_at"
 )
+#: Whether ``tournaments`` has its ``created_by`` column: a command reads a database the
+#: server has not brought up to version 3 yet without it.
+_HAS_CREATOR = (
+    "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema ="
+    " current_schema() AND table_name = 'tournaments' AND column_name = 'created_by')"
+)
 _COMMANDS_OF = (
     "SELECT race_id, command, at FROM race_commands WHERE race_id = ANY(%s) ORDER BY race_id, seq"
 )
@@ -268,6 +285,9 @@ class PostgresStore(StoreBase):
         self._reader: Connection | None = None
         """Reads and lease statements, never inside the writer's pipeline."""
         self._reading = asyncio.Lock()
+        self._jobs: Connection | None = None
+        """Jobs that write (:meth:`run`), one at a time."""
+        self._running_job = asyncio.Lock()
         self._loop = asyncio.get_running_loop()
         self._gathering: list[Record] = []
         self._gathered: concurrent.futures.Future[None] | None = None
@@ -441,10 +461,10 @@ class PostgresStore(StoreBase):
         await self._writer
         if self._reconnecting is not None:
             self._reconnecting.cancel()
-        for connection in (self._connection, self._reader):
+        for connection in (self._connection, self._reader, self._jobs):
             if connection is not None:
                 await connection.close()
-        self._connection = self._reader = None
+        self._connection = self._reader = self._jobs = None
 
     # ------------------------------------------------------------- reading
 
@@ -518,14 +538,19 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
-    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
-        """Every stored tournament, oldest first (only the one with ``code`` if given)."""
+    async def read_tournaments(
+        self, code: str | None = None, *, include_finished: bool = True
+    ) -> list[StoredTournament]:
+        """Every stored tournament, oldest first (only the one with ``code`` if given; not
+        the finished ones unless ``include_finished``)."""
 
         async def read(connection: Connection) -> list[StoredTournament]:
-            where = " WHERE code = %s" if code else ""
+            (creator,) = (await _rows(connection, _HAS_CREATOR))[0]
+            query = tournaments_query(
+                code=bool(code), include_finished=include_finished, has_creator=creator
+            )
             rows = await _rows(
-                connection, TOURNAMENTS_QUERY + where + " ORDER BY created_at, seq",
-                (code,) if code else (),
+                connection, _sql(query) + " ORDER BY created_at, seq", (code,) if code else ()
             )
             return [
                 stored_tournament(row, await _rows(connection, _sql(EVENTS_QUERY), (row[0],)))
@@ -533,6 +558,22 @@ class PostgresStore(StoreBase):
             ]
 
         return await self._read(read)
+
+    async def run(self, job: JobFactory, *, writes: bool) -> Any:
+        """See :meth:`server.store.Store.run`: a reading job on the reader's connection
+        (one snapshot), a writing one on a connection of its own under the jobs' advisory
+        lock. A database that cannot be reached is :class:`StoreUnavailable`."""
+        if not writes:
+            return await self._read(lambda connection: _drive(connection, job()))
+        try:
+            async with self._running_job, asyncio.timeout(self._timeout):
+                if self._jobs is None or self._jobs.closed or self._jobs.broken:
+                    self._jobs = await _connect(self.url, self._timeout)
+                async with self._jobs.transaction():
+                    await self._jobs.execute("SELECT pg_advisory_xact_lock(%s)", (_JOBS_LOCK,))
+                    return await _drive(self._jobs, job())
+        except (psycopg.OperationalError, TimeoutError) as error:
+            raise self._unavailable(_reason(error)) from None
 
     async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
         async def run(connection: Connection) -> LeaseRow | None:
@@ -546,6 +587,20 @@ class PostgresStore(StoreBase):
                 return await run(self._reader)  # one statement: its own transaction
         except (psycopg.OperationalError, TimeoutError) as error:
             raise self._unavailable(_reason(error)) from None
+
+
+async def _drive(connection: Connection, job: Job) -> Any:
+    """Run ``job``'s statements on ``connection``, each one's rows sent back to it."""
+    cursor = connection.cursor()
+    try:
+        statement = next(job)
+        while True:
+            sql, parameters = statement
+            await cursor.execute(_sql(sql), parameters)
+            rows = await cursor.fetchall() if cursor.description is not None else []
+            statement = job.send(rows)
+    except StopIteration as done:
+        return done.value
 
 
 async def _rows(
@@ -627,11 +682,26 @@ async def _prepare(url: str, connection: Connection) -> None:
             await connection.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             await connection.execute(_SCHEMA)
             version = await _version(url, connection)
+            await connection.execute(PLAYER_SCHEMA)
             if version is None:
                 await connection.execute(
                     "INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,)
                 )
-            # Migrations from older versions go here, each bringing it up by one.
+            else:
+                if version < 2:
+                    # The sessions' claimed players (the player tables are created above).
+                    await connection.execute(
+                        "ALTER TABLE players ADD COLUMN IF NOT EXISTS claimed_by text"
+                    )
+                if version < 3:
+                    # The session that created each tournament (NULL before).
+                    await connection.execute(
+                        "ALTER TABLE tournaments ADD COLUMN IF NOT EXISTS created_by text"
+                    )
+                if version < SCHEMA_VERSION:
+                    await connection.execute(
+                        "UPDATE schema_version SET version = %s", (SCHEMA_VERSION,)
+                    )
     except psycopg.Error as error:
         raise _refusal(url, f"cannot be prepared ({_reason(error)})") from None
 

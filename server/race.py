@@ -121,6 +121,9 @@ class RaceOptions:
     reconnect_grace: float = RECONNECT_GRACE
     """Seconds a racer whose connection dropped mid-race may take to resume; then it is
     counted out (resigned) and the race goes on without it."""
+    rated: bool = False
+    """Whether the result rates its claimed players (quick races are; a host may ask);
+    the race itself plays the same either way."""
 
     def __post_init__(self) -> None:
         checks: tuple[tuple[str, float, float, float], ...] = (
@@ -154,6 +157,7 @@ class RaceOptions:
             "countdown": self.countdown,
             "progress_interval": self.progress_interval,
             "reconnect_grace": self.reconnect_grace,
+            "rated": self.rated,
         }
 
     @classmethod

@@ -13,6 +13,7 @@ and the socket tier finds the connections. The decisions themselves are the pure
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import weakref
 from collections.abc import Callable, Coroutine
@@ -20,8 +21,9 @@ from typing import Any
 
 import protocol
 from protocol import ErrorCode, Role, encode
+from protocol.players import RatingChanged, encode_players
+from protocol.result import RaceResult
 from protocol.schema import show
-from protocol.tournament import TournamentControl
 from server import lobby as lobbies
 from server import race as core
 from server.bus import (
@@ -61,7 +63,9 @@ from server.metrics import Metrics
 from server.outbox import Outbox
 from server.outgoing import card_message, race_options
 from server.pars import ParQueue
-from server.store import Store
+from server.player_store import RatingChange, record_race
+from server.ratings import PROVISIONAL_GAMES, pool_of, shown
+from server.store import Store, StoreError
 from server.tournament_host import TournamentDesk
 from server.winnable import SeedRefused, WinnableSeeds
 
@@ -105,6 +109,8 @@ class RaceTier:
         self._outbox = Outbox(journal, bus, on_journal_failure, "lobby")
         """What the lobby says that must wait for a commit (a race it has forgotten)."""
         self._tasks: set[asyncio.Task[None]] = set()
+        self._recording: set[asyncio.Task[None]] = set()
+        """Finished races being kept in their players' records (and rated)."""
         self.stopping = False
         self.pars = ParQueue(config, metrics)
         """Finished races waiting for their deal's par (a bounded queue, one low-priority
@@ -160,6 +166,8 @@ class RaceTier:
         # otherwise hold its connection, and so the shutdown, for up to its budget), and
         # no par is sent once the server has stopped.
         await self.close_searches()
+        if self._recording:  # the races finished last are kept in their players' records
+            await asyncio.wait(self._recording)
         await asyncio.gather(
             *(host.drain() for host in self.hosts.values()), self._outbox.drain()
         )
@@ -200,7 +208,7 @@ class RaceTier:
         received_at: float | None,
         ticket: int | None,
     ) -> None:
-        if answered_with_done(message) and ticket is not None:
+        if answered_with_done(message):
             self._run(self._answer_later(caller, message, ticket))
             return
         try:
@@ -214,17 +222,21 @@ class RaceTier:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _answer_later(self, caller: Caller, message: ClientRequest, ticket: int) -> None:
-        """Answer a request that may wait for a winnable deal, then say :class:`Done`."""
+    async def _answer_later(
+        self, caller: Caller, message: ClientRequest, ticket: int | None
+    ) -> None:
+        """Answer a request that may wait (for a winnable deal, or a read of the store),
+        then say :class:`Done` (when the socket tier holds its connection for it)."""
         try:
             if isinstance(message, protocol.CreateRace):
                 await self._on_create_winnable_race(caller, message)
-            elif isinstance(message, TournamentControl):
-                await self.tournaments.start_when_dealt(caller, message)
+            elif self.tournaments.handles(message):
+                await self.tournaments.answer_later(caller, message)
         except Exception as error:
             self._answer_failed(caller, message, error)
         finally:
-            self._bus.publish([Done(caller.session_id, ticket)])
+            if ticket is not None:
+                self._bus.publish([Done(caller.session_id, ticket)])
 
     def _answer_failed(self, caller: Caller, message: ClientRequest, error: Exception) -> None:
         """Answer a request whose handling raised: a refusal as its error code, anything
@@ -401,6 +413,7 @@ class RaceTier:
             countdown=config.quick_countdown,
             progress_interval=config.progress_interval,
             reconnect_grace=config.reconnect_grace,
+            rated=True,  # quick races rate their claimed players
         )
 
     def open_race(
@@ -645,10 +658,40 @@ class RaceTier:
 
     def _race_finished(self, host: RaceHost) -> None:
         self.tournaments.race_finished(host)
+        if host.race.result is not None:
+            recording = asyncio.get_running_loop().create_task(
+                self._record(host.race.options, host.race.result)
+            )
+            self._recording.add(recording)
+            recording.add_done_callback(self._recording.discard)
         loop = asyncio.get_running_loop()
         loop.call_later(self.config.finished_linger, self._forget, host)
         if self.config.par_budget > 0:
             self.pars.add(host)  # the result is already out: the par follows when found
+
+    async def _record(self, options: core.RaceOptions, result: RaceResult) -> None:
+        """Keep a finished race in its claimed players' records and, if it is rated,
+        rate them (:func:`~server.player_store.record_race`, a transaction of its own, off
+        every move's path); tell each rated racer its new rating."""
+        job = functools.partial(
+            record_race, result, pool_of(options.ruleset), options.rated, self._now()
+        )
+        try:
+            changes: list[RatingChange] = await self.journal.run(job, writes=True)
+        except (StoreError, JournalRefused, RuntimeError) as error:  # (closed: stopping)
+            log_event("record_error", logging.ERROR, race=result.race_id, error=failure(error))
+            return
+        self._bus.publish([
+            Deliver(ToSession(change.racer_id), encode_players(RatingChanged(
+                race=result.race_id,
+                ruleset=options.ruleset,
+                before=shown(change.before.ordinal),
+                rating=shown(change.after.ordinal),
+                provisional=change.games < PROVISIONAL_GAMES,
+                games=change.games,
+            )))
+            for change in changes
+        ])
 
     def _forget(self, host: RaceHost) -> None:
         if self.hosts.get(host.race_id) is host:

@@ -45,6 +45,9 @@ class Session:
     name: str
     bot: bool
     role: Role = Role.PLAYER
+    player: str | None = None
+    """The claimed player this session plays as (:mod:`server.player_store`); ``None``
+    for a guest. Set at its ``hello`` (with a player key) or by its ``claim_name``."""
     connection: ServerConnection | None = None
     feeds: dict[str, None] = field(default_factory=dict)
     """The feeds (:mod:`server.bus`) this session's connection listens to now."""
@@ -59,7 +62,12 @@ class Session:
     """Who this session is, as its commands to the race tier say."""
 
     def __post_init__(self) -> None:
-        self.caller = Caller(self.session_id, self.name, self.bot, self.role)
+        self.caller = Caller(self.session_id, self.name, self.bot, self.role, self.player)
+
+    def plays_as(self, player: str) -> None:
+        """From now on the session plays as the claimed player ``player``."""
+        self.player = player
+        self.caller = Caller(self.session_id, self.name, self.bot, self.role, player)
 
 
 class SessionRegistry:
@@ -90,14 +98,17 @@ class SessionRegistry:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def create(self, name: str, bot: bool, role: Role, now: float) -> tuple[Session, str]:
-        """A new session and its token (to be sent to its owner only, once); it counts
-        as idle from ``now`` until :meth:`attach`."""
+    def create(
+        self, name: str, bot: bool, role: Role, now: float, player: str | None = None
+    ) -> tuple[Session, str]:
+        """A new session (playing as the claimed ``player``, if given) and its token (to
+        be sent to its owner only, once); it counts as idle from ``now`` until
+        :meth:`attach`."""
         token = secrets.token_urlsafe(16)  # 128 bits
         session_id = "p-" + secrets.token_hex(5)
         while session_id in self._by_id:
             session_id = "p-" + secrets.token_hex(5)
-        session = Session(session_id, token_digest(token), name, bot, role)
+        session = Session(session_id, token_digest(token), name, bot, role, player)
         self.add(session, idle_since=now)
         return session, token
 

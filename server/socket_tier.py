@@ -12,6 +12,7 @@ published once per feed and framed here once for all of them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ from protocol import (
     millis,
 )
 from protocol.codec import with_field
+from protocol.players import encode_players
 from protocol.schema import show
 from server import admission, fanout
 from server.admission import Admission
@@ -44,6 +46,7 @@ from server.bus import (
     Audience,
     Bus,
     CheckExpiry,
+    ClientRequest,
     Deliver,
     Detach,
     Done,
@@ -65,6 +68,8 @@ from server.journal import PlayerRecord, PlayerSeen
 from server.journal_file import JournalRefused
 from server.logs import LogBudget, failure, log_event
 from server.metrics import Metrics
+from server.player_desk import PLAYER_REQUESTS, PlayerDesk, Refusal, refusal
+from server.player_store import ClaimedPlayer, find_player, key_digest, name_claimed
 from server.rate_limit import TokenBucket
 from server.sessions import Session, SessionRegistry, token_digest
 
@@ -97,6 +102,8 @@ class SocketTier:
         self._bus = bus
         self._records = records
         self.sessions = SessionRegistry()
+        self.players = PlayerDesk(records, config.clock)
+        """Claims, leaderboards and profiles, answered from the store."""
         self.admission = Admission(config, refused=metrics.refused)
         metrics.open_connections = lambda: len(self.connections)
         metrics.sessions = lambda: len(self.sessions)
@@ -136,7 +143,8 @@ class SocketTier:
     def _know(self, player: PlayerRecord) -> Session:
         """Register a stored session (it has no connection yet)."""
         session = Session(
-            player.player_id, player.token_hash, player.name, player.bot, player.role
+            player.player_id, player.token_hash, player.name, player.bot, player.role,
+            player.claimed_by,
         )
         self.sessions.add(
             session,
@@ -271,9 +279,12 @@ class SocketTier:
         ``foursquare bot`` runs both start at ``bot-1``), and spectators never show in a
         race, so only human players need distinct names. A resume keeps its name.
         """
-        if hello.resume is not None or hello.bot or hello.role is not Role.PLAYER:
-            return None
-        if not self.sessions.name_in_use(hello.name):
+        if (
+            hello.resume is not None
+            or hello.player_key is not None  # its name is the player's: see _player_of
+            or not _named(hello.bot, hello.role)
+            or not self.sessions.name_in_use(hello.name)
+        ):
             return None
         return ProtocolError(
             ErrorCode.NAME_TAKEN,
@@ -282,6 +293,46 @@ class SocketTier:
             in_reply_to="hello",
             reply_to=hello.id,
         )
+
+    async def _player_of(self, hello: protocol.Hello) -> tuple[str, bool, str | None]:
+        """The name, bot flag and claimed player a new session plays under: the player
+        ``hello.player_key`` belongs to (its name; a bot once, a bot always), or a guest
+        under ``hello.name``, which no claimed player's name may look like. Raises
+        :class:`Refusal` for an unknown key, or a name in use or claimed."""
+        if hello.player_key is None:
+            name, bot, player = hello.name, hello.bot, None
+            if _named(bot, hello.role) and await self.players.job(
+                functools.partial(name_claimed, name), hello
+            ):
+                raise refusal(
+                    ErrorCode.NAME_TAKEN,
+                    f"the name {show(name)} looks the same as a claimed player's name "
+                    "(ignoring case and look-alike letters): present that player's key "
+                    "(hello.player_key), or choose another",
+                    hello,
+                )
+        else:
+            found: ClaimedPlayer | None = await self.players.job(
+                functools.partial(find_player, key_digest(hello.player_key)), hello
+            )
+            if found is None:
+                raise refusal(
+                    ErrorCode.UNKNOWN_PLAYER_KEY,
+                    "no player has this key (the value is not repeated): check it, or say "
+                    "hello without hello.player_key to play as a guest",
+                    hello,
+                )
+            name, bot, player = found.name, hello.bot or found.bot, found.player_id
+        # Checked again after the store's answer: another hello may have come meanwhile.
+        if _named(bot, hello.role) and self.sessions.name_in_use(name):
+            raise refusal(
+                ErrorCode.NAME_TAKEN,
+                f"the name {show(name)} looks the same as a connected player's name "
+                "(ignoring case and look-alike letters): "
+                + ("your player is connected elsewhere" if player else "choose another"),
+                hello,
+            )
+        return name, bot, player
 
     def _too_many_new_sessions(
         self, connection: RaceConnection, hello: protocol.Hello
@@ -350,8 +401,9 @@ class SocketTier:
                 self.close_later(previous, CloseCode.REPLACED, "resumed elsewhere")
             self._records.submit(PlayerSeen(session.session_id, self._now()))
         else:
+            name, bot, player = await self._player_of(hello)
             now = self._now()
-            session, token = self.sessions.create(hello.name, hello.bot, hello.role, now)
+            session, token = self.sessions.create(name, bot, hello.role, now, player)
             await self._records.write(
                 PlayerRecord(
                     session.session_id,
@@ -361,6 +413,7 @@ class SocketTier:
                     now,
                     session.role,
                     last_seen=now,
+                    claimed_by=player,
                 )
             )
         self.sessions.attach(session, connection)
@@ -385,6 +438,7 @@ class SocketTier:
             server=SERVER_INFO,
             server_time=millis(self._now()),
             resumed=resumed,
+            player=session.player,
             reply_to=hello.id,
         )
         self._send(connection, welcome)
@@ -437,6 +491,9 @@ class SocketTier:
             self._refuse_request(connection, message, ErrorCode.ALREADY_WELCOMED,
                                  "this connection has already said hello")
             return None
+        if isinstance(message, PLAYER_REQUESTS):
+            assert self._loop is not None
+            return self._loop.create_task(self._answer_player(connection, session, message))
         if answered_with_done(message):
             ticket, done = self._ticket()
             self._bus.send(Request(session.caller, message, None, ticket))
@@ -445,6 +502,17 @@ class SocketTier:
             session.caller, message, received_at if isinstance(message, protocol.Place) else None
         ))
         return None
+
+    async def _answer_player(
+        self, connection: ServerConnection, session: Session, message: ClientRequest
+    ) -> None:
+        """Answer a players' request (:class:`~server.player_desk.PlayerDesk`)."""
+        try:
+            answer = await self.players.answer(session, message)
+        except Refusal as refused:
+            self._refuse(connection, refused.error)
+            return
+        fanout.send((connection,), encode_players(answer), self.config.send_buffer_limit)
 
     def _refuse_request(
         self, connection: ServerConnection, message: ClientMessage, code: ErrorCode, text: str
@@ -724,7 +792,11 @@ class _Conversation:
         )
 
     async def _hello(self, hello: protocol.Hello) -> None:
-        session = await self._tier._hello(self._connection, hello)
+        try:
+            session = await self._tier._hello(self._connection, hello)
+        except Refusal as refused:
+            self._tier._refuse(self._connection, refused.error)  # it may say hello again
+            return
         if session is None:
             self._ending = True  # refused, and closed
             return
@@ -884,6 +956,12 @@ class _Liveness:
             self._pinging.cancel()
 
 
+def _named(bot: bool, role: Role) -> bool:
+    """Whether a session's name must look like no other connected one's, nor like a
+    claimed player's: only human players' (see ``SocketTier._name_taken``)."""
+    return not bot and role is Role.PLAYER
+
+
 def _peer_host(connection: ServerConnection) -> str | None:
     """The TCP peer's address (without its port)."""
     address = connection.remote_address
@@ -908,6 +986,9 @@ def _show_limits(config: ServerConfig, metrics: Metrics) -> None:
         connections_per_address=config.max_connections_per_address,
         new_sessions_per_address_per_minute=config.new_sessions_per_minute,
         session_idle_expiry_seconds=config.session_idle_expiry,
+        open_tournaments=config.max_open_tournaments,
+        tournaments_per_session=config.tournaments_per_session,
+        tournament_idle_expiry_seconds=config.tournament_idle_expiry,
     )
     for reason in (
         admission.CONNECTIONS,

@@ -34,12 +34,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from protocol.result import RaceResult
     from server.config import ServerConfig
     from server.journal import PlayerRecord, Record, Recovered
+    from server.player_store import JobFactory
     from server.tournament import SeedSource, Tournament
     from server.tournament_store import StoredTournament
 
@@ -155,8 +156,20 @@ class Store(Protocol):
         a session made on another node resumes on this one)."""
         ...
 
-    async def read_tournaments(self, code: str | None = None) -> list[StoredTournament]:
-        """Every stored tournament (only the one with join code ``code`` if given)."""
+    async def read_tournaments(
+        self, code: str | None = None, *, include_finished: bool = True
+    ) -> list[StoredTournament]:
+        """Every stored tournament, oldest first (only the one with join code ``code`` if
+        given; without the finished ones unless ``include_finished``)."""
+        ...
+
+    async def run(self, job: JobFactory, *, writes: bool) -> Any:
+        """Run the job ``job()`` makes (:mod:`server.player_store`) as a transaction of its
+        own, not in the group commit, and return its answer (a store may make it again to
+        try once more). ``writes``: it may write, and so runs alone
+        (no other writing job of any node between its reads and its writes); otherwise it
+        reads one snapshot. Raises :class:`StoreUnavailable` (PostgreSQL) or
+        :class:`~server.journal_file.JournalRefused` when it cannot be run."""
         ...
 
     async def acquire_lease(self, resource_id: str, owner: str, ttl: float | None) -> Lease:

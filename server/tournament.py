@@ -40,8 +40,11 @@ Choices made for the cases the rules leave open:
 - **Pause.** While paused nothing new starts (no round, no pairing); races in progress go
   on. Pausing an arena stops its window's clock: resuming moves the close later by the
   time spent paused.
-- **End.** The host may end at any time: nothing new starts, races in progress finish and
-  count, then the tournament is finished.
+- **End.** The host may end at any time before it is finished (even before opening it):
+  nothing new starts, races in progress finish and count, then the tournament is finished.
+- **Abandoned.** A tournament with no race in progress and no event for a while (the
+  shell's idle time) is ended by the shell with :class:`Expire`, which produces exactly
+  what an :class:`End` would: nothing waits on a tournament nobody comes back to.
 
 Standings: total points descending, then total stock left (the score of each game won)
 descending, then total time ascending (each game's finish time; the race's time limit for
@@ -269,6 +272,15 @@ class Tick:
     """Time passes: arenas pair free entrants and close their window."""
 
 
+@dataclass(frozen=True, slots=True)
+class Expire:
+    """The shell's clock: end the tournament, as :class:`End` would, if it has had no race
+    in progress and no event for ``idle_for`` seconds (:meth:`Tournament.idle_deadline`);
+    otherwise nothing happens. No host token: nobody asked, time did."""
+
+    idle_for: float
+
+
 Command = (
     Open
     | StartNext
@@ -281,6 +293,7 @@ Command = (
     | SetAvailable
     | RecordResult
     | Tick
+    | Expire
 )
 
 
@@ -495,11 +508,15 @@ class Tournament:
         settings: TournamentSettings,
         created_at: float = 0.0,
         seed_source: SeedSource | None = None,
+        created_by: str | None = None,
     ):
         self.tournament_id = tournament_id
         self.code = code
         self.settings = settings
         self.created_at = created_at
+        self.created_by = created_by
+        """The session that created it (``None`` when not known: stored before it was
+        recorded); the shell caps how many one session holds."""
         self.seed_source = seed_source
         self.is_present: Callable[[str], bool] = lambda entrant_id: True
         """Whether an entrant can be reached now (the shell injects its sessions' view):
@@ -511,6 +528,9 @@ class Tournament:
         self.round = 0
         """Rounds started so far (the current round while one is in progress)."""
         self.ends_at: float | None = None
+        self.last_event_at = created_at
+        """When its last event happened (its creation, before any): a tournament is idle
+        from then on, and a finished one finished then."""
         self._paused_at: float | None = None
         self.entrants: dict[str, Entrant] = {}
         self.races: dict[str, TournamentRace] = {}
@@ -530,9 +550,12 @@ class Tournament:
         created_at: float,
         events: Iterable[tuple[Event, float]],
         seed_source: SeedSource | None = None,
+        created_by: str | None = None,
     ) -> Tournament:
         """The tournament as it was after ``events`` (each with its time), as stored."""
-        tournament = cls(tournament_id, code, host_token_hash, settings, created_at, seed_source)
+        tournament = cls(
+            tournament_id, code, host_token_hash, settings, created_at, seed_source, created_by
+        )
         for event, at in events:
             tournament._evolve(event, at)
         return tournament
@@ -596,6 +619,17 @@ class Tournament:
             times.append(min(e.free_since for e in waiting) + self.settings.pairing_delay)
         return min(times) if times else None
 
+    def idle_deadline(self, idle_for: float) -> float | None:
+        """When :class:`Expire` with ``idle_for`` ends this tournament if nothing happens
+        meanwhile: ``idle_for`` seconds after its last event. ``None`` while a race is in
+        progress (the race's result is an event to come), once finished, and for an
+        ``idle_for`` of 0 (never)."""
+        if idle_for <= 0 or self.status is TournamentStatus.FINISHED:
+            return None
+        if self.races_in_progress():
+            return None
+        return self.last_event_at + idle_for
+
     @property
     def waiting_for_seed(self) -> bool:
         """Whether entrants of a running arena wait to be paired because the seed source
@@ -639,7 +673,8 @@ class Tournament:
                 return [Resumed(ends_at)]
             case End(token):
                 self._check_host(token)
-                self._require(self._running_or_open() and not self.ending, "it is already ending")
+                self._require(self.status is not TournamentStatus.FINISHED, "it is finished")
+                self._require(not self.ending, "it is already ending")
                 return [Ending()]
             case Join(entrant_id, name, bot):
                 return self._join(entrant_id, name, bot)
@@ -661,6 +696,11 @@ class Tournament:
                 return [ResultRecorded(result)]
             case Tick():
                 return []
+            case Expire(idle_for):
+                deadline = self.idle_deadline(idle_for)
+                if deadline is None or now < deadline:
+                    return []
+                return [Ending()]  # then _settle finishes it: no race is in progress
 
     def _join(self, entrant_id: str, name: str, bot: bool) -> list[Event]:
         self._require(self._running_or_open(), "registration is not open")
@@ -710,7 +750,7 @@ class Tournament:
     def _settle(self, now: float) -> list[Event]:
         """What follows by itself from the state now: arena pairings, the end."""
         events: list[Event] = []
-        if self.status not in (TournamentStatus.OPEN, TournamentStatus.RUNNING):
+        if self.status is TournamentStatus.FINISHED:
             return events
         arena_running = self.status is TournamentStatus.RUNNING and self.ends_at is not None
         if self.format is TournamentFormat.ARENA and arena_running and self.ends_at is not None:
@@ -754,6 +794,7 @@ class Tournament:
 
     def _evolve(self, event: Event, at: float) -> None:
         """Apply one event: the only place the tournament's state changes."""
+        self.last_event_at = at
         match event:
             case Opened():
                 self.status = TournamentStatus.OPEN

@@ -6,13 +6,28 @@ the cores produce, creates and starts the races they order (through the race tie
 :class:`TournamentRaces`), feeds race results back to them, and publishes the
 ``tournament`` state on the tournament's feed once the change is durable (each
 tournament's :class:`~server.outbox.Outbox`): entrants get their own copy, watchers the
-shared one. An arena's window and pairings run on one clock task for all tournaments.
+shared one.
+
+**Bounds.** Every tournament in memory is one not finished, or one finished less than
+``finished_linger`` ago; a start brings back only those not finished. The server holds at
+most ``max_open_tournaments`` not finished, and a session at most
+``tournaments_per_session`` (not finished, or lingering), so ``create_tournament`` is
+refused with ``server_busy`` past either. A tournament with no race in progress and no
+event for ``tournament_idle_expiry`` is ended by the clock (:class:`Expire`). A finished
+tournament no longer in memory is watched and exported from the store, read off the
+event loop.
+
+**The clock.** One task for all tournaments ticks each at its next deadline (an arena's
+pairing or window close, a seed search's retry, the idle time, the end of a finished one's
+linger), taken from a heap (:class:`~server.deadlines.Deadlines`) that each change of a
+tournament updates: a pass looks only at the tournaments that are due.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -54,13 +69,16 @@ from server.bus import (
 )
 from server.codes import new_code
 from server.config import ServerConfig
+from server.deadlines import Deadlines
+from server.journal_file import JournalRefused
 from server.logs import failure, log_event
 from server.outbox import Outbox
-from server.store import Store
+from server.store import Store, StoreError
 from server.tournament import (
     Command,
     End,
     EntrantRemoved,
+    Expire,
     Join,
     Leave,
     Open,
@@ -79,7 +97,12 @@ from server.tournament import (
     TournamentSettings,
     hash_token,
 )
-from server.tournament_store import TournamentOpened, TournamentStore, restore
+from server.tournament_store import (
+    StoredTournament,
+    TournamentOpened,
+    TournamentStore,
+    restore,
+)
 from server.winnable import SeedRefused, WinnableSeeds
 
 if TYPE_CHECKING:
@@ -97,6 +120,27 @@ class _Refused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def _settings_of(options: Any) -> TournamentSettings:
+    """The settings ``create_tournament``'s options ask for; refused if out of range."""
+    try:
+        return TournamentSettings(
+            name=options.name,
+            format=options.format,
+            rounds=options.rounds,
+            race_size=options.race_size,
+            time_limit=float(options.time_limit),
+            arena_duration=float(options.arena_duration),
+            seed_policy=options.seed_policy.value,
+            ruleset=options.ruleset,
+        )
+    except ValueError as error:
+        raise _Refused(ErrorCode.BAD_MESSAGE, f"create_tournament.options: {error}") from None
+
+
+def _not_found(code: str) -> _Refused:
+    return _Refused(ErrorCode.TOURNAMENT_NOT_FOUND, f"there is no tournament {show(code)}")
 
 
 class TournamentRaces(Protocol):
@@ -170,7 +214,15 @@ class TournamentDesk:
         self._races = races
         self._on_journal_failure = on_journal_failure
         self.tournaments: dict[str, Tournament] = {}
-        """By join code."""
+        """In memory, by join code: every tournament not finished, and the finished ones
+        for ``finished_linger`` (then they are read from the store)."""
+        self._unfinished: set[str] = set()
+        """The join codes of the tournaments not finished."""
+        self._held_by: dict[str, set[str]] = {}
+        """The join codes of the tournaments in memory, by the session that created them."""
+        self.deadlines: Deadlines[str] = Deadlines()
+        """When the clock next ticks each tournament that waits for something, by join
+        code (its ``looked_at`` counts the clock's work)."""
         self._by_race: dict[str, Tournament] = {}
         self._outboxes: dict[str, Outbox] = {}
         """Each tournament's way out, by join code."""
@@ -182,12 +234,13 @@ class TournamentDesk:
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Bring back the stored tournaments (after the race tier recovered its races),
-        then start the clock task."""
+        """Bring back the stored tournaments not finished (after the race tier recovered
+        its races), then start the clock task."""
         self._tasks = [asyncio.create_task(self._run_clock(), name="tournaments-clock")]
         journal = self._journal
         stored = []
-        for kept in await journal.read_tournaments() if journal.stores else []:
+        kept_ones = await journal.read_tournaments(include_finished=False) if journal.stores else []
+        for kept in kept_ones:
             tournament = restore(kept)
             # A server may stop between storing a race's result and recording it in the
             # tournament: those results are handed back with RecordResult below.
@@ -227,7 +280,7 @@ class TournamentDesk:
             outbox.close()
 
     def wake(self) -> None:
-        """Look at the arenas' deadlines again now (after the clock moved)."""
+        """Look at the deadlines again now (after the clock moved)."""
         self._wake.set()
 
     def has_entrant(self, session_id: str) -> bool:
@@ -265,6 +318,20 @@ class TournamentDesk:
             self._dispatch(caller, message)
         except (_Refused, TournamentError, SeedRefused) as refusal:
             self._refuse(caller, message, refusal)
+
+    async def answer_later(self, caller: Caller, message: Any) -> None:
+        """Handle a tournament request the socket tier holds its connection for
+        (:func:`~server.bus.answered_with_done`): one that may wait for a seed or for a
+        read of the store."""
+        match message:
+            case CreateTournament():
+                await self._create(caller, message)
+            case WatchTournament() | ExportTournament():
+                await self._watch_or_export(caller, message)
+            case TournamentControl():
+                await self.start_when_dealt(caller, message)
+            case _:
+                self.dispatch(caller, message)
 
     async def start_when_dealt(self, caller: Caller, message: TournamentControl) -> None:
         """Answer a host's ``start``. A tournament that deals winnable seeds and has none
@@ -311,7 +378,9 @@ class TournamentDesk:
             raise
         finally:
             seeds.search = None
-            self._wake.set()
+            self._schedule(tournament)  # an arena that waits for it may search again later
+        if self.tournaments.get(tournament.code) is not tournament:
+            return  # finished and forgotten meanwhile: nothing is dealt any more
         try:
             self._apply(tournament, Tick())
         except Exception as error:  # one tournament's bug must not stop the rest
@@ -333,8 +402,6 @@ class TournamentDesk:
     def _dispatch(self, caller: Caller, message: Any) -> None:
         session_id = caller.session_id
         match message:
-            case CreateTournament(options=options, id=reply_to):
-                self._create(session_id, options, reply_to)
             case TournamentControl(
                 tournament=code, host_token=token, action=action, entrant=entrant, id=reply_to
             ):
@@ -379,26 +446,98 @@ class TournamentDesk:
                 answer = Deliver(ToSession(session_id), encode_tournament(export))
                 self._post(tournament, None, [answer])
 
-    def _create(self, session_id: str, options: Any, reply_to: int | None) -> None:
+    async def _create(self, caller: Caller, message: CreateTournament) -> None:
+        """Answer ``create_tournament``: refused past the caps, else a new tournament whose
+        code no tournament has, stored or in memory (a finished one's code, forgotten
+        after its linger, is still taken in the store)."""
         try:
-            settings = TournamentSettings(
-                name=options.name,
-                format=options.format,
-                rounds=options.rounds,
-                race_size=options.race_size,
-                time_limit=float(options.time_limit),
-                arena_duration=float(options.arena_duration),
-                seed_policy=options.seed_policy.value,
-                ruleset=options.ruleset,
+            settings = _settings_of(message.options)
+            self._check_room(caller.session_id)
+            if settings.seed_policy == "winnable":
+                self._winnable.check_hopeful(settings.ruleset)  # no deal to be had lately
+            code = await self._unused_code()
+            self._check_room(caller.session_id)  # others may have created one meanwhile
+        except (_Refused, SeedRefused) as refusal:
+            self._refuse(caller, message, refusal)
+            return
+        self._open(caller.session_id, settings, code, message.id)
+
+    def _check_room(self, session_id: str) -> None:
+        """Refuse a new tournament past the server's cap or ``session_id``'s."""
+        most = self._config.max_open_tournaments
+        if most and len(self._unfinished) >= most:
+            raise _Refused(
+                ErrorCode.SERVER_BUSY,
+                f"the server already runs {len(self._unfinished)} tournaments, as many as "
+                "it may; try again when one is over",
             )
-        except ValueError as error:
-            raise _Refused(ErrorCode.BAD_MESSAGE, f"create_tournament.options: {error}") from None
-        if settings.seed_policy == "winnable":
-            self._winnable.check_hopeful(settings.ruleset)  # no deal to be had lately
-        code = new_code(TOURNAMENT_CODE_LENGTH, taken=self.tournaments)
+        own = self._config.tournaments_per_session
+        held = len(self._held_by.get(session_id, ()))
+        if own and held >= own:
+            raise _Refused(
+                ErrorCode.SERVER_BUSY,
+                f"you already have {held} tournaments, as many as one session may: end one "
+                f"(a finished one still counts for {self._config.finished_linger:g} seconds)",
+            )
+
+    async def _unused_code(self) -> str:
+        """A join code no tournament has, in memory or in the store."""
+        while True:
+            code = new_code(TOURNAMENT_CODE_LENGTH, taken=self.tournaments)
+            stored = await self._read_stored(code)
+            if not stored and code not in self.tournaments:
+                return code
+
+    async def _read_stored(self, code: str) -> list[StoredTournament]:
+        """The stored tournament with join code ``code`` (none or one), read off the
+        event loop; a store that cannot be read now refuses the request."""
+        if not self._journal.stores:
+            return []
+        try:
+            return await self._journal.read_tournaments(code)
+        except (StoreError, JournalRefused) as error:
+            log_event("journal_error", logging.ERROR, error=str(error), tournament=code)
+            raise _Refused(
+                ErrorCode.SERVER_BUSY, "the server cannot read its store now; try again"
+            ) from None
+
+    async def _watch_or_export(
+        self, caller: Caller, message: WatchTournament | ExportTournament
+    ) -> None:
+        """Answer ``watch_tournament`` or ``export_tournament``: from memory, or for a
+        tournament no longer there (finished, and forgotten after its linger) from the
+        store. Such a tournament changes no more: a watcher is sent its state, and is not
+        made to follow it."""
+        code = message.tournament.upper()
+        if code in self.tournaments:
+            self.dispatch(caller, message)
+            return
+        try:
+            stored = await self._read_stored(code)
+            if not stored:
+                raise _not_found(message.tournament)
+        except _Refused as refusal:
+            self._refuse(caller, message, refusal)
+            return
+        tournament = restore(stored[0])
+        session_id, now = caller.session_id, self._now()
+        answer: TournamentState | TournamentExport
+        if isinstance(message, ExportTournament):
+            answer = tournament_export(tournament, now, message.id)
+        else:
+            you = session_id if session_id in tournament.entrants else None
+            answer = tournament_state(tournament, now, you, message.id)
+        self._bus.publish([Deliver(ToSession(session_id), encode_tournament(answer))])
+
+    def _open(
+        self, session_id: str, settings: TournamentSettings, code: str, reply_to: int | None
+    ) -> None:
+        """Create tournament ``code`` for ``session_id``, its host, and journal it."""
         token = secrets.token_hex(24)  # hex: never starts with "-", so "--token TOKEN" parses
         seeds = self._seed_source(code, settings)
-        tournament = Tournament(code, code, hash_token(token), settings, self._now(), seeds)
+        tournament = Tournament(
+            code, code, hash_token(token), settings, self._now(), seeds, created_by=session_id
+        )
         self._adopt(tournament)
         committed = self._journal.submit(TournamentOpened.of(tournament))
         created = TournamentCreated(tournament=code, host_token=token, reply_to=reply_to)
@@ -505,9 +644,11 @@ class TournamentDesk:
             to = ToFeed(tournament_feed(tournament.code), Audience.EVERYONE)
             out.append(Deliver(to, shared, you=True))
         self._post(tournament, committed, out)
+        if tournament.status is TournamentStatus.FINISHED:
+            self._unfinished.discard(tournament.code)
         if tournament.waiting_for_seed:
             self._search_for_arena(tournament)
-        self._wake.set()
+        self._schedule(tournament)
 
     def _post(self, tournament: Tournament, committed: Any, events: list[Event]) -> None:
         """Publish ``events`` on ``tournament``'s feed once ``committed`` is."""
@@ -530,18 +671,45 @@ class TournamentDesk:
         return tournament_state(tournament, self._now(), you, reply_to)
 
     def _adopt(self, tournament: Tournament) -> None:
+        code = tournament.code
         tournament.is_present = self._races.is_present
-        self.tournaments[tournament.code] = tournament
-        self._outboxes[tournament.code] = Outbox(
-            self._journal, self._bus, self._on_journal_failure, f"tournament:{tournament.code}"
+        self.tournaments[code] = tournament
+        self._outboxes[code] = Outbox(
+            self._journal, self._bus, self._on_journal_failure, f"tournament:{code}"
         )
         for race_id in tournament.races:
             self._by_race[race_id] = tournament
+        if tournament.status is not TournamentStatus.FINISHED:
+            self._unfinished.add(code)
+        if tournament.created_by is not None:
+            self._held_by.setdefault(tournament.created_by, set()).add(code)
+        self._schedule(tournament)
+
+    def _forget(self, tournament: Tournament) -> None:
+        """Let a finished tournament go from memory (its linger is over): from now on it
+        is read from the store. Its outbox is dropped, not closed: what it still has to
+        send goes out once committed."""
+        code = tournament.code
+        del self.tournaments[code]
+        self._unfinished.discard(code)
+        creator = tournament.created_by
+        if creator is not None:
+            held = self._held_by[creator]
+            held.discard(code)
+            if not held:
+                del self._held_by[creator]
+        for race_id in tournament.races:
+            if self._by_race.get(race_id) is tournament:
+                del self._by_race[race_id]
+        del self._outboxes[code]
+        self._seeds.pop(code, None)
+        self.deadlines.set(code, None)
+        log_event("tournament_forgotten", tournament=code)
 
     def _find(self, code: str) -> Tournament:
         tournament = self.tournaments.get(code.upper())
         if tournament is None:
-            raise _Refused(ErrorCode.TOURNAMENT_NOT_FOUND, f"there is no tournament {show(code)}")
+            raise _not_found(code)
         return tournament
 
     def _connected(self, tournament: Tournament) -> Iterable[str]:
@@ -554,36 +722,60 @@ class TournamentDesk:
         return self._config.seed_source
 
     async def _run_clock(self) -> None:
-        """Tick the arenas at their deadlines (pairing delays and window closes)."""
+        """Handle each tournament at its deadline (:meth:`_next_deadline`), looking only
+        at those that are due."""
         while True:
             self._wake.clear()
-            deadlines = [
-                (deadline, t)
-                for t in self.tournaments.values()
-                if (deadline := self._next_deadline(t)) is not None
-            ]
             now = self._now()
-            for deadline, tournament in deadlines:
-                if deadline <= now:
-                    try:
-                        self._apply(tournament, Tick())
-                    except Exception as error:  # one tournament's bug must not stop the rest
-                        log_event(
-                            "internal_error", tournament=tournament.code, error=failure(error)
-                        )
-            future = [deadline for deadline, _ in deadlines if deadline > now]
-            timeout = min(future) - now if future else None
+            for code in self.deadlines.due(now):
+                tournament = self.tournaments.get(code)
+                if tournament is None:
+                    continue
+                try:
+                    self._when_due(tournament, now)
+                except Exception as error:  # one tournament's bug must not stop the rest
+                    log_event("internal_error", tournament=code, error=failure(error))
+            next_time = self.deadlines.next_time()
+            timeout = None if next_time is None else max(0.0, next_time - self._now())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
 
+    def _when_due(self, tournament: Tournament, now: float) -> None:
+        """What ``tournament``'s deadline was for: forget a finished one, end an abandoned
+        one, or tick (an arena pairs, its window closes, a seed search starts again)."""
+        if tournament.status is TournamentStatus.FINISHED:
+            self._forget(tournament)
+            return
+        idle_for = self._config.tournament_idle_expiry
+        idle_deadline = tournament.idle_deadline(idle_for)
+        if idle_deadline is not None and idle_deadline <= now:
+            self._apply(tournament, Expire(idle_for))
+            log_event("tournament_expired", tournament=tournament.code, idle_for=idle_for)
+        else:
+            self._apply(tournament, Tick())
+
+    def _schedule(self, tournament: Tournament) -> None:
+        """Put ``tournament``'s next deadline in :attr:`deadlines`; wake the clock if it
+        is now the earliest."""
+        if self.tournaments.get(tournament.code) is not tournament:
+            return  # forgotten: nothing is due for it any more
+        if self.deadlines.set(tournament.code, self._next_deadline(tournament)):
+            self._wake.set()
+
     def _next_deadline(self, tournament: Tournament) -> float | None:
-        """When the clock should tick ``tournament``: at its own deadline, or when an
-        arena waiting for a seed may search again after a refusal."""
-        deadline = tournament.next_deadline()
+        """When the clock should look at ``tournament``: the end of its linger once
+        finished; else the earliest of its own deadline, the time an arena waiting for a
+        seed may search again after a refusal, and the end of its idle time."""
+        if tournament.status is TournamentStatus.FINISHED:
+            return tournament.last_event_at + self._config.finished_linger
+        times = [
+            tournament.next_deadline(),
+            tournament.idle_deadline(self._config.tournament_idle_expiry),
+        ]
         seeds = self._seeds.get(tournament.code)
         if tournament.waiting_for_seed and seeds is not None and seeds.search is None:
-            deadline = seeds.retry_at if deadline is None else min(deadline, seeds.retry_at)
-        return deadline
+            times.append(seeds.retry_at)
+        return min((time for time in times if time is not None), default=None)
 
     def _now(self) -> float:
         return self._config.clock()

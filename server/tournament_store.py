@@ -2,17 +2,20 @@
 store's transactions.
 
 A tournament is stored as its opening (:class:`TournamentOpened`: id, join code, host
-token hash, settings) and the events its core produced, in order, with their times
-(:class:`TournamentEventRecord`). Both are journal records: the shell hands them to
-:meth:`~server.journal.Journal.write` in the same batch as the races they order and the
-results they count, so one transaction holds them all. :meth:`TournamentStore.load` replays
-the events through :meth:`~server.tournament.Tournament.restore`, which needs no clock and
-no seed source: a server restarted mid-tournament goes on from exactly where it was.
+token hash, settings, the session that created it) and the events its core produced, in
+order, with their times (:class:`TournamentEventRecord`). Both are journal records: the
+shell hands them to :meth:`~server.journal.Journal.write` in the same batch as the races
+they order and the results they count, so one transaction holds them all.
+:meth:`TournamentStore.load` replays the events through
+:meth:`~server.tournament.Tournament.restore`, which needs no clock and no seed source: a
+server restarted mid-tournament goes on from exactly where it was.
 
 Beside the event log (the truth), each record also keeps plain tables up to date for
-anyone reading the database with SQL; nothing is read back from them:
+anyone reading the database with SQL; nothing is read back from them but the status of
+``tournaments``, which the server reads to leave finished tournaments out at start:
 
-- ``tournaments``: one row per tournament, with its status.
+- ``tournaments``: one row per tournament, with its status and creator (``created_by``,
+  a session id; NULL for a tournament stored before it was recorded).
 - ``tournament_entrants``: entrants and their state.
 - ``tournament_rounds``: rounds, their seed and who was absent.
 - ``tournament_races``: every race ordered, its entrants and its result once over. The
@@ -64,8 +67,11 @@ CREATE TABLE IF NOT EXISTS tournaments (
     host_token_hash BLOB NOT NULL,
     settings TEXT NOT NULL,
     created_at REAL NOT NULL,
-    status TEXT NOT NULL
+    status TEXT NOT NULL,
+    created_by TEXT
 );
+CREATE INDEX IF NOT EXISTS tournaments_unfinished
+    ON tournaments (created_at) WHERE status <> 'finished';
 CREATE TABLE IF NOT EXISTS tournament_events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     tournament_id TEXT NOT NULL REFERENCES tournaments(tournament_id),
@@ -153,6 +159,8 @@ class TournamentOpened:
     host_token_hash: bytes
     settings: TournamentSettings
     created_at: float
+    created_by: str | None = None
+    """The session that created it (``None``: stored before the creator was recorded)."""
 
     @classmethod
     def of(cls, tournament: Tournament) -> TournamentOpened:
@@ -163,6 +171,7 @@ class TournamentOpened:
             tournament.host_token_hash,
             tournament.settings,
             tournament.created_at,
+            tournament.created_by,
         )
 
     @property
@@ -174,13 +183,14 @@ class TournamentOpened:
         """Insert the tournament's row (inside the store's transaction)."""
         return [(
             "INSERT INTO tournaments (tournament_id, code, host_token_hash, settings,"
-            " created_at, status) VALUES (?, ?, ?, ?, ?, 'created')",
+            " created_at, status, created_by) VALUES (?, ?, ?, ?, ?, 'created', ?)",
             (
                 self.tournament_id,
                 self.code,
                 self.host_token_hash,
                 json.dumps(self.settings.to_dict()),
                 self.created_at,
+                self.created_by,
             ),
         )]
 
@@ -270,26 +280,43 @@ def restore(stored: StoredTournament, seed_source: SeedSource | None = None) -> 
         opened.created_at,
         list(stored.events),
         seed_source,
+        opened.created_by,
     )
 
 
 def stored_tournament(
     row: Sequence[Any], events: Iterable[Sequence[Any]]
 ) -> StoredTournament:
-    """A tournament from its row (id, code, host token hash, settings, created) and its
-    events' rows (event, time) in order (the same in either store)."""
-    tournament_id, code, token_hash, settings, created_at = row
+    """A tournament from its row (:func:`tournaments_query`'s: id, code, host token hash,
+    settings, created, creator) and its events' rows (event, time) in order (the same in
+    either store)."""
+    tournament_id, code, token_hash, settings, created_at, created_by = row
     opened = TournamentOpened(
         tournament_id, code, bytes(token_hash),
-        TournamentSettings.from_dict(json.loads(settings)), created_at,
+        TournamentSettings.from_dict(json.loads(settings)), created_at, created_by,
     )
     return StoredTournament(opened, tuple((event_from_json(event), at) for event, at in events))
 
 
-#: A tournament's row, then its events in order (the same SQL in either store).
-TOURNAMENTS_QUERY = (
-    "SELECT tournament_id, code, host_token_hash, settings, created_at FROM tournaments"
-)
+def tournaments_query(
+    *, code: bool, include_finished: bool, has_creator: bool = True
+) -> str:
+    """The rows of the tournaments to read, without their order (the same SQL in either
+    store, ``?`` for the join code when ``code``): finished ones too, or not. A store read
+    by a command before the server brought it up to date has no ``created_by`` column
+    (``has_creator``): its creators read as NULL."""
+    conditions = (["code = ?"] if code else []) + ([] if include_finished else [
+        "status <> 'finished'"
+    ])
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    creator = "created_by" if has_creator else "NULL"
+    return (
+        f"SELECT tournament_id, code, host_token_hash, settings, created_at, {creator}"
+        f" FROM tournaments{where}"
+    )
+
+
+#: A tournament's events in order (the same SQL in either store).
 EVENTS_QUERY = "SELECT event, at FROM tournament_events WHERE tournament_id = ? ORDER BY seq"
 
 
@@ -350,18 +377,19 @@ def tournaments_in(
 
 
 def stored_tournaments_in(
-    connection: sqlite3.Connection, code: str | None = None
+    connection: sqlite3.Connection, code: str | None = None, include_finished: bool = True
 ) -> list[StoredTournament]:
     """The stored tournaments a connection to a journal reads, oldest first (only the one
-    with ``code`` if given; none if it has no tournament tables yet)."""
-    has_tables = connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tournaments'"
-    ).fetchone()
-    if has_tables is None:
+    with ``code`` if given, and not the finished ones unless ``include_finished``; none if
+    it has no tournament tables yet)."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(tournaments)")}
+    if not columns:
         return []
+    query = tournaments_query(
+        code=bool(code), include_finished=include_finished, has_creator="created_by" in columns
+    )
     rows = connection.execute(
-        TOURNAMENTS_QUERY + (" WHERE code = ?" if code else "") + " ORDER BY created_at, rowid",
-        (code,) if code else (),
+        query + " ORDER BY created_at, rowid", (code,) if code else ()
     ).fetchall()
     return [
         stored_tournament(row, connection.execute(EVENTS_QUERY, (row[0],))) for row in rows

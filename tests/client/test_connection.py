@@ -56,7 +56,8 @@ def test_backoff_doubles_up_to_its_ceiling() -> None:
     ("code", "message", "expected"),
     [
         (ErrorCode.NAME_TAKEN, "'ann' is connected already",
-         "That name is taken by another connected player: choose another."),
+         "That name is taken by another connected player, or claimed by a player: choose "
+         "another (or play with that player's key)."),
         (ErrorCode.RACE_FULL, "this race is full", "That race is full."),
         (ErrorCode.VERSION_MISMATCH, "hello.protocol_version is 99; this server speaks version 1",
          "This client and the server speak different protocol versions: one of them needs "

@@ -99,7 +99,8 @@ async def test_a_name_another_connected_player_uses_can_be_chosen_again_on_the_s
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(pilot, lambda: showing(app, NameScreen), "the name screen")
             assert str(app.screen.query_one("#name-refused").render()) == (
-                "That name is taken by another connected player: choose another."
+                "That name is taken by another connected player, or claimed by a player: "
+                "choose another (or play with that player's key)."
             )
             await pilot.press(*"ANN", "enter")
             assert lobby_message(app) == "Not that one: it looks like the name that was taken."

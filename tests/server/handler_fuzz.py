@@ -102,6 +102,7 @@ from protocol import (
     encode,
 )
 from protocol.names import BadName, normalise_name
+from protocol.players import Board, ClaimName, GetLeaderboard, GetProfile
 from protocol.result import verify_result
 from protocol.tournament import (
     TournamentClientMessage,
@@ -139,6 +140,9 @@ ANSWERS: dict[str, frozenset[str]] = {
     "leave_tournament": frozenset({"tournament"}),
     "arena_available": frozenset({"tournament"}),
     "export_tournament": frozenset({"tournament_export"}),
+    "claim_name": frozenset({"player_key"}),
+    "get_leaderboard": frozenset({"leaderboard"}),
+    "get_profile": frozenset({"profile"}),
 }
 
 #: The errors a frame that does not decode may get.
@@ -723,7 +727,7 @@ KINDS = [
     "place", "join_race", "spectate", "create_race", "quick_race", "ready", "resign",
     "leave_race", "join_tournament", "tournament_control", "create_tournament",
     "watch_tournament", "arena_available", "leave_tournament", "export_tournament",
-    "list_races", "hello", "ping",
+    "list_races", "hello", "ping", "claim_name", "get_leaderboard", "get_profile",
 ]
 assert sorted(KINDS) == sorted(CLIENT_MESSAGES), "a client message type is not fuzzed"
 
@@ -920,6 +924,20 @@ class HandlerMachine(RuleBasedStateMachine):
                 message = WatchTournament(tournament=tournament(), id=ident)
             case "export_tournament":
                 message = ExportTournament(tournament=tournament(), id=ident)
+            case "claim_name":
+                message = ClaimName(id=ident)
+            case "get_leaderboard":
+                message = GetLeaderboard(
+                    board=data.draw(st.sampled_from(Board)),
+                    bots=data.draw(st.booleans()),
+                    offset=data.draw(st.integers(0, 1_000_000)),
+                    limit=data.draw(st.integers(1, 100)),
+                    id=ident,
+                )
+            case "get_profile":
+                message = GetProfile(
+                    player=data.draw(st.sampled_from(["u-000000000000", "p-1", "x"])), id=ident
+                )
             case _:
                 raise AssertionError(f"no generator for {kind}")
         # The harness's own promise: what it sends is a message the protocol accepts.

@@ -10,6 +10,7 @@ import pytest
 import protocol.names
 import protocol.result
 import protocol.schema
+import server.deadlines
 import server.journal
 import server.logs
 import server.race
@@ -22,6 +23,7 @@ import server.sessions
     [
         server.race,
         server.journal,
+        server.deadlines,
         server.sessions,
         server.rate_limit,
         server.logs,

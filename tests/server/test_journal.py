@@ -550,4 +550,27 @@ def test_a_version_6_journal_gains_what_its_players_watch(tmp_path: Path) -> Non
     journal.write_now(PlayersForgotten(("eve",)))
     journal.close()
     assert Journal.load(path).watching == (Watching("ann", "R1"),)
-    assert check_journal(path) == SCHEMA_VERSION == 8
+    assert check_journal(path) == SCHEMA_VERSION == 10
+
+
+def test_a_version_8_journal_gains_claimed_players(tmp_path: Path) -> None:
+    """Version 9 keeps which claimed player a session plays as, and the claimed names:
+    an older journal gets the column (no session of its played as one) and the tables."""
+    path = tmp_path / "v8.db"
+    Journal(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.executescript(
+            "ALTER TABLE players DROP COLUMN claimed_by; DROP TABLE claimed_players;"
+            " DROP TABLE claimed_names; UPDATE schema_version SET version = 8;"
+        )
+    connection.close()
+    journal = Journal(path)
+    journal.write_now(
+        PlayerRecord("ann", b"h1", "ann", False, 0.0, claimed_by="u-1"),
+        PlayerRecord("bob", b"h2", "bob", False, 0.0),
+    )
+    journal.close()
+    assert {p.player_id: p.claimed_by for p in Journal.load(path).players} == {
+        "ann": "u-1", "bob": None,
+    }
+    assert check_journal(path) == SCHEMA_VERSION

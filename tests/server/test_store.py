@@ -5,6 +5,8 @@ that refuse a stale epoch's writes whole; PostgreSQL lost mid-write and back."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
@@ -42,7 +44,15 @@ from server.store import (
     load_result,
     load_tournaments,
 )
-from server.tournament import EntrantJoined, Opened, Tournament, TournamentSettings, hash_token
+from server.tournament import (
+    Ending,
+    EntrantJoined,
+    Finished,
+    Opened,
+    Tournament,
+    TournamentSettings,
+    hash_token,
+)
 from server.tournament_store import TournamentOpened, TournamentStore
 from tests.server.known_games import WON_SEED, conformance_game
 from tests.server.postgres_faults import allow_connections, database_name, terminate_backends
@@ -185,6 +195,67 @@ async def test_tournaments_are_written_with_races_and_read_back(
     await store.aclose()
     (restored,) = await asyncio.to_thread(load_tournaments, where, None, "CUP123")
     assert sorted(restored.entrants) == ["e1", "e2"]
+
+
+async def test_a_tournament_keeps_its_creator_and_finished_ones_can_be_left_out(
+    open_at: Opener, where: str
+) -> None:
+    settings = TournamentSettings(name="cup")
+    token = hash_token("host-token-0123456789")
+    store = await open_at()
+    for number, creator in ((1, "p-ann"), (2, "p-bob"), (3, "p-ann")):
+        tournament = Tournament(f"T{number}", f"CUP{number}AA", token, settings, float(number),
+                                created_by=creator)
+        await store.write(TournamentOpened.of(tournament))
+    await store.write(*TournamentStore.events_of("T2", [Opened(), Ending(), Finished()], 9.0))
+    every = await store.read_tournaments()
+    assert [(t.opened.code, t.opened.created_by) for t in every] == [
+        ("CUP1AA", "p-ann"), ("CUP2AA", "p-bob"), ("CUP3AA", "p-ann"),
+    ]
+    unfinished = await store.read_tournaments(include_finished=False)
+    assert [t.opened.code for t in unfinished] == ["CUP1AA", "CUP3AA"]
+    assert await store.read_tournaments("CUP2AA", include_finished=False) == []
+    (finished,) = await store.read_tournaments("CUP2AA")
+    assert finished.events[-1] == (Finished(), 9.0)
+    await store.aclose()
+    (restored,) = await asyncio.to_thread(load_tournaments, where, None, "CUP3AA")
+    assert restored.created_by == "p-ann"
+
+
+async def test_an_older_store_gains_the_creator_column_and_reads_until_then(
+    open_at: Opener, where: str
+) -> None:
+    """A store written before creators were recorded: the commands read it as it is
+    (creators unknown), and the next server brings it up to date."""
+    settings = TournamentSettings(name="old cup")
+    old = Tournament("T1", "OLD123", hash_token("host-token-0123456789"), settings, 1.0)
+    await (await open_at()).aclose()
+    older = (
+        "ALTER TABLE tournaments DROP COLUMN created_by;"
+        f" UPDATE schema_version SET version = {1 if is_database_url(where) else 8}"
+    )
+    insert = (
+        "INSERT INTO tournaments (tournament_id, code, host_token_hash, settings, created_at,"
+        " status) VALUES ('T1', 'OLD123', %s, %s, 1.0, 'created')"
+    )
+    values = (old.host_token_hash, json.dumps(settings.to_dict()))
+    if is_database_url(where):
+        async with await psycopg.AsyncConnection.connect(where, autocommit=True) as connection:
+            for statement in older.split(";"):
+                await connection.execute(statement)
+            await connection.execute(insert, values)
+    else:
+        with contextlib.closing(sqlite3.connect(where, isolation_level=None)) as connection:
+            connection.executescript(older)
+            connection.execute(insert.replace("%s", "?"), values)
+    (read,) = await asyncio.to_thread(load_tournaments, where, None, "OLD123")
+    assert read.created_by is None and read.settings == settings
+    store = await open_at()
+    (stored,) = await store.read_tournaments()
+    assert stored.opened == TournamentOpened.of(old)
+    new = Tournament("T2", "NEW123", old.host_token_hash, settings, 2.0, created_by="p-ann")
+    await store.write(TournamentOpened.of(new))
+    assert [t.opened.created_by for t in await store.read_tournaments()] == [None, "p-ann"]
 
 
 async def test_a_failed_transaction_leaves_nothing_and_the_store_goes_on(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import urllib.error
 import urllib.request
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from websockets.asyncio.client import ClientConnection, connect
 
@@ -19,6 +19,7 @@ from protocol import (
     CardToPlace,
     ClientMessage,
     Hello,
+    Message,
     MovePlaced,
     RaceFinished,
     Role,
@@ -27,9 +28,10 @@ from protocol import (
     decode_server,
     encode,
 )
+from protocol.players import PlayerClientMessage
 from tests.server.exposition import exposition_samples
 
-M = TypeVar("M", bound=ServerMessage)
+M = TypeVar("M")
 
 #: Long enough for a loaded machine, short enough that a hang fails the test.
 TIMEOUT = 10.0
@@ -71,9 +73,9 @@ class WireClient:
         self._next_id += 1
         return self._next_id
 
-    async def send(self, message: ClientMessage) -> None:
+    async def send(self, message: ClientMessage | PlayerClientMessage) -> None:
         """Send one message."""
-        await self.connection.send(encode(message))
+        await self.connection.send(encode(cast(Message, message)))
 
     async def receive(self) -> ServerMessage:
         """The next message, decoded strictly."""

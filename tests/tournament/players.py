@@ -198,6 +198,17 @@ class Host(Player):
                 return message
 
 
+class FakeClock:
+    """The server's injected clock (``ServerConfig.clock``): time moves only when the test
+    says so (then wake the tournaments' clock: ``tournaments.wake()``)."""
+
+    def __init__(self) -> None:
+        self.now = 1_767_225_600.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def round_over(number: int) -> Callable[[TournamentState], bool]:
     """Whether a state shows round ``number`` over (every entrant scored for it)."""
     return lambda s: (

@@ -10,8 +10,10 @@ from protocol.tournament import EntrantState, TournamentFormat, TournamentStatus
 from server.tournament import (
     ArenaStarted,
     End,
+    Ending,
     EntrantRemoved,
     Event,
+    Expire,
     Finished,
     Join,
     Leave,
@@ -349,6 +351,69 @@ def test_replaying_the_events_rebuilds_the_same_tournament() -> None:
     assert rebuilt.standings() == tournament.standings()
     assert (rebuilt.round, rebuilt.status) == (tournament.round, tournament.status)
     assert rebuilt.races == tournament.races
+
+
+# ---------------------------------------------------------------- abandoned
+
+
+IDLE = 3600.0
+
+
+def test_a_tournament_idle_for_its_time_ends_with_the_events_an_end_makes() -> None:
+    expired = with_entrants(new_tournament(), "a", "b")  # its last event at 1.0
+    ended = with_entrants(new_tournament(), "a", "b")
+    assert expired.idle_deadline(IDLE) == 1.0 + IDLE
+    assert expired.apply(Expire(IDLE), IDLE) == [], "not idle long enough yet"
+    statuses = [expired.status]
+    events = expired.apply(Expire(IDLE), 1.0 + IDLE)
+    assert events == ended.apply(End(HOST), 1.0 + IDLE) == [Ending(), Finished()]
+    statuses.append(expired.status)
+    assert statuses == [TournamentStatus.OPEN, TournamentStatus.FINISHED]
+    assert expired.idle_deadline(IDLE) is None and expired.apply(Expire(IDLE), 1e9) == []
+
+
+def test_every_event_starts_the_idle_time_again_and_a_refusal_does_not() -> None:
+    tournament = with_entrants(new_tournament(), "a", "b")
+    tournament.apply(Join("c", "c", bot=False), 500.0)
+    with pytest.raises(TournamentError):
+        tournament.apply(Join("c", "c", bot=False), 900.0)  # refused: nothing happened
+    assert tournament.idle_deadline(IDLE) == 500.0 + IDLE
+    assert tournament.apply(Expire(IDLE), 499.0 + IDLE) == []
+    assert tournament.apply(Expire(IDLE), 500.0 + IDLE)[-1] == Finished()
+
+
+def test_a_tournament_with_a_race_in_progress_is_never_idle() -> None:
+    tournament = with_entrants(new_tournament(rounds=2), "a", "b")
+    (race,) = orders(tournament.apply(StartNext(HOST), 10.0))
+    assert tournament.idle_deadline(IDLE) is None
+    assert tournament.apply(Expire(IDLE), 10.0 + 10 * IDLE) == []
+    tournament.apply(RecordResult(result_of(race, won("a", 1, 9.0), lost("b", 3))), 20.0)
+    assert tournament.idle_deadline(IDLE) == 20.0 + IDLE
+
+
+def test_a_tournament_never_opened_expires_and_its_host_may_end_it() -> None:
+    never_opened = Tournament(
+        "T1", "CLUB42", hash_token(HOST), TournamentSettings("n"), 5.0, lambda: "s"
+    )
+    assert never_opened.idle_deadline(IDLE) == 5.0 + IDLE
+    assert never_opened.idle_deadline(0.0) is None, "0: never"
+    assert never_opened.apply(Expire(IDLE), 5.0 + IDLE) == [Ending(), Finished()]
+    ended = Tournament("T2", "CLUB43", hash_token(HOST), TournamentSettings("n"), 5.0)
+    assert ended.apply(End(HOST), 6.0) == [Ending(), Finished()]
+    with pytest.raises(TournamentError) as refused:
+        ended.apply(End(HOST), 7.0)
+    assert refused.value.code is TournamentErrorCode.BAD_STATE
+
+
+def test_a_restored_tournament_is_idle_from_its_last_stored_event() -> None:
+    settings = TournamentSettings("club night")
+    recorded = RecordedTournament("CLUB42", settings, HOST)
+    recorded.run(Open(HOST), 0.0)
+    recorded.run(Join("a", "a", bot=False), 40.0)
+    assert recorded.rebuilt().idle_deadline(IDLE) == 40.0 + IDLE
+    recorded.run(Expire(IDLE), 40.0 + IDLE)
+    rebuilt = recorded.rebuilt()
+    assert rebuilt.status is TournamentStatus.FINISHED and rebuilt.last_event_at == 40.0 + IDLE
 
 
 def test_split_evenly_keeps_groups_within_one_of_each_other() -> None:

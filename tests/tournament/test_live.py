@@ -21,7 +21,7 @@ from protocol.tournament import (
 )
 from server.tournament_export import document_from, verify_document
 from tests.conftest import LiveServer, fast_config, start_live_server
-from tests.tournament.players import BotPlayer, Host, Player, round_over, wait_all
+from tests.tournament.players import BotPlayer, FakeClock, Host, Player, round_over, wait_all
 
 
 async def test_three_rounds_with_six_bots_from_creation_to_final_standings(
@@ -78,16 +78,6 @@ async def test_a_host_command_is_refused_without_the_host_token(live_server: Liv
     await host.until(lambda s: s.status is TournamentStatus.OPEN)
     await intruder.close()
     await host.close()
-
-
-class FakeClock:
-    """The server's injected clock: time moves only when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = 1_767_225_600.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_an_arena_of_three_minutes_on_an_injected_clock(tmp_path: Path) -> None:

@@ -1,0 +1,229 @@
+"""Ratings and leaderboards on both stores (a real SQLite file, a PostgreSQL database of
+the test's own): a sequence of races rates the claimed players exactly as openskill's
+Plackett-Luce model does by itself, leavers count last, leaderboards are ordered and
+paged; and the real server rates a quick race and answers for it."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from openskill.models import PlackettLuce
+
+from engine import Ruleset
+from protocol import Error, ErrorCode, QuickRace, RaceFinished, RaceSnapshot, RaceState, Resign
+from protocol.players import (
+    Board,
+    GetLeaderboard,
+    GetProfile,
+    Leaderboard,
+    Profile,
+    RatingChanged,
+)
+from protocol.result import RaceResult, RacerOutcome, RacerResult
+from server.journal import PlayerRecord
+from server.player_store import (
+    claim_name,
+    key_digest,
+    leaderboard,
+    new_player_key,
+    profile,
+    record_race,
+)
+from server.ratings import pool_of, shown
+from server.store import Store
+from tests.conftest import LiveServer, fast_config, start_live_server
+from tests.players.test_players import claimed_key
+from tests.server.wire_client import WireClient
+
+POOL = pool_of(Ruleset())
+WON, LOST, RESIGNED = RacerOutcome.WON, RacerOutcome.LOST, RacerOutcome.RESIGNED
+
+
+def line(racer: str, outcome: RacerOutcome, *, score: int | None = None, face_up: int = 0,
+         played: int = 20, finish: float = 30.0) -> RacerResult:
+    return RacerResult(racer, racer, False, outcome, score, finish, played, face_up, 0, ())
+
+
+def race(race_id: str, *lines: RacerResult) -> RaceResult:
+    return RaceResult.build(race_id, "seed", Ruleset(), lines)
+
+
+async def claim_all(store: Store, names: list[str], bots: frozenset[str] = frozenset()) -> None:
+    """Sessions s-NAME playing as claimed players named NAME."""
+    for name in names:
+        session = f"s-{name}"
+        await store.write(PlayerRecord(session, session.encode(), name, name in bots, 0.0))
+        job = functools.partial(claim_name, session, name, name in bots,
+                                key_digest(new_player_key()), 0.0)
+        assert await store.run(job, writes=True) is not None
+
+
+async def test_ratings_after_a_sequence_of_races_are_the_librarys_own(store: Store) -> None:
+    names = ["ann", "bob", "cid", "dee"]
+    await claim_all(store, names)
+    model = PlackettLuce()
+    expected = {name: model.rating() for name in names}
+    randomness = random.Random(7)
+    for number in range(12):
+        racing = randomness.sample(names, randomness.randint(2, 4))
+        outcomes = [
+            line(f"s-{name}", WON, score=randomness.randint(0, 5)) if randomness.random() < 0.3
+            else line(f"s-{name}", RESIGNED if randomness.random() < 0.2 else LOST,
+                      face_up=randomness.randint(0, 16))
+            for name in racing
+        ]
+        result = race(f"R{number}", *outcomes)
+        job = functools.partial(record_race, result, POOL, True, float(number))
+        changes = await store.run(job, writes=True)
+        assert {change.player_id for change in changes} == {await player(store, n)
+                                                           for n in racing}
+        # The library's own computation: each racer a team of one, ranked by the race's
+        # standings, whoever resigned last (tied).
+        ordered = [entry.racer_id.removeprefix("s-") for entry in result.racers]
+        keys = [rank(entry) for entry in result.racers]
+        places = {key: n for n, key in enumerate(sorted(set(keys)), start=1)}
+        rated = model.rate([[expected[name]] for name in ordered],
+                           ranks=[places[key] for key in keys])
+        for name, (after,) in zip(ordered, rated, strict=True):
+            expected[name] = after
+    for name in names:
+        (pool,) = (await read_profile(store, name)).pools
+        assert pool.skill.mu == pytest.approx(expected[name].mu, abs=1e-9)
+        assert pool.skill.sigma == pytest.approx(expected[name].sigma, abs=1e-9)
+
+
+def rank(entry: RacerResult) -> tuple[object, ...]:
+    from protocol.result import standing_key
+
+    return (1,) if entry.outcome is RESIGNED else (0, *standing_key(entry))
+
+
+async def player(store: Store, name: str) -> str:
+    def find():  # type: ignore[no-untyped-def]
+        rows = yield ("SELECT player_id FROM claimed_players WHERE name = ?", (name,))
+        return rows[0][0]
+
+    found: str = await store.run(find, writes=False)
+    return found
+
+
+async def read_profile(store: Store, name: str):  # type: ignore[no-untyped-def]
+    job = functools.partial(profile, await player(store, name), 100, 20)
+    return await store.run(job, writes=False)
+
+
+async def test_a_racer_who_leaves_counts_last_whatever_its_cards(store: Store) -> None:
+    await claim_all(store, ["ann", "bob", "cid"])
+    result = race(
+        "R1",
+        line("s-ann", RESIGNED, face_up=16, played=39),  # best cards, but left
+        line("s-bob", LOST, face_up=2),
+        line("s-cid", LOST, face_up=9),
+    )
+    changes = await store.run(functools.partial(record_race, result, POOL, True, 1.0),
+                              writes=True)
+    after = {change.racer_id: change.after.ordinal for change in changes}
+    assert after["s-cid"] > after["s-bob"] > after["s-ann"]
+
+
+async def test_a_race_is_recorded_once_and_guests_and_unrated_races_move_no_rating(
+    store: Store,
+) -> None:
+    await claim_all(store, ["ann", "bob"])
+    result = race("R1", line("s-ann", WON, score=3), line("s-guest", LOST),
+                  line("s-bob", LOST))
+    first = await store.run(functools.partial(record_race, result, POOL, True, 1.0),
+                            writes=True)
+    assert len(first) == 2  # the guest is neither rated nor counted
+    again = await store.run(functools.partial(record_race, result, POOL, True, 2.0),
+                            writes=True)
+    assert again == []
+    unrated = race("R2", line("s-bob", WON, score=9), line("s-ann", LOST))
+    assert await store.run(functools.partial(record_race, unrated, POOL, False, 3.0),
+                           writes=True) == []
+    ann = await read_profile(store, "ann")
+    (pool,) = ann.pools
+    assert (pool.games, pool.wins, pool.won_games, pool.best_score) == (1, 1, 1, 3)
+    assert [(r.race_id, r.rated, r.place) for r in ann.recent] == [("R2", False, 2),
+                                                                  ("R1", True, 1)]
+
+
+async def test_leaderboards_are_ordered_paged_and_filter_bots(store: Store) -> None:
+    names = [f"p{n:02}" for n in range(12)]
+    await claim_all(store, names, bots=frozenset({"p00", "p05"}))
+    for number in range(30):  # lower numbers win more often: a clear order
+        pair = sorted(random.Random(number).sample(names, 2))
+        result = race(f"R{number}", line(f"s-{pair[0]}", WON, score=number % 7),
+                      line(f"s-{pair[1]}", LOST))
+        await store.run(functools.partial(record_race, result, POOL, True, float(number)),
+                        writes=True)
+
+    async def board(name: str, bots: bool, offset: int, limit: int):  # type: ignore[no-untyped-def]
+        return await store.run(functools.partial(leaderboard, POOL, name, bots, offset, limit),
+                               writes=False)
+
+    total, everyone = await board("rating", True, 0, 100)
+    assert total == len(everyone) == 12
+    assert [x.ordinal for x in everyone] == sorted((x.ordinal for x in everyone), reverse=True)
+    pages = [(await board("rating", True, offset, 5))[1] for offset in (0, 5, 10)]
+    assert [x.player_id for page in pages for x in page] == [x.player_id for x in everyone]
+    humans_total, humans = await board("rating", False, 0, 100)
+    assert humans_total == 10 and not any(x.bot for x in humans)
+    assert [x.player_id for x in humans] == [x.player_id for x in everyone if not x.bot]
+    _, by_wins = await board("wins", True, 0, 100)
+    assert [x.wins for x in by_wins] == sorted((x.wins for x in by_wins), reverse=True)
+    _, by_score = await board("best_score", True, 0, 100)
+    assert all(x.best_score is not None for x in by_score)
+    assert [x.best_score for x in by_score] == sorted((x.best_score for x in by_score),
+                                                      reverse=True)
+
+
+# ------------------------------------------------------------ the live server
+
+
+@pytest.fixture
+async def live(db: str, tmp_path: Path) -> AsyncIterator[LiveServer]:
+    config = dataclasses.replace(fast_config(tmp_path / "journal.db"), db=db)
+    async with start_live_server(config) as server:
+        yield server
+
+
+async def test_a_quick_race_rates_its_claimed_players_and_the_boards_show_them(
+    live: LiveServer,
+) -> None:
+    ann, ann_key = await claimed_key(live.url, "Ann")
+    bob, bob_key = await claimed_key(live.url, "Bob")
+    guest = await WireClient.connect(live.url, "Cy")
+    for client in (ann, bob, guest):
+        await client.send(QuickRace(id=client.next_id()))
+        snapshot = await client.expect(RaceSnapshot)
+    race_id = snapshot.race
+    await ann.expect(RaceSnapshot, state=RaceState.RUNNING)
+    for client in (bob, guest, ann):  # all leave: tied last (the store tests rank them)
+        await client.send(Resign(race=race_id, id=client.next_id()))
+    await ann.expect(RaceFinished)
+    ann_rating = await ann.expect(RatingChanged, race=race_id)
+    bob_rating = await bob.expect(RatingChanged, race=race_id)
+    assert ann_rating.provisional and ann_rating.games == 1
+    # Tied, so the model only grows surer of both: the conservative rating rises alike.
+    assert ann_rating.rating == bob_rating.rating > ann_rating.before == 0
+    await ann.send(GetLeaderboard(board=Board.RATING, id=50))
+    board = await ann.expect(Leaderboard, reply_to=50)
+    assert [e.player for e in board.entries] == sorted([ann_key.player, bob_key.player])
+    assert board.total == 2 and [e.rank for e in board.entries] == [1, 2]
+    assert board.entries[0].rating == ann_rating.rating
+    await guest.send(GetProfile(player=bob_key.player, id=51))
+    bobs = await guest.expect(Profile, reply_to=51)
+    assert bobs.name == "Bob" and bobs.pools[0].history == (bob_rating.rating,)
+    assert [r.race for r in bobs.recent] == [race_id] and bobs.recent[0].rated
+    await guest.send(GetProfile(player="u-nobody", id=52))
+    missing = await guest.expect(Error, reply_to=52)
+    assert missing.code is ErrorCode.PLAYER_NOT_FOUND
+    assert shown(0.0) == 0
+    for client in (ann, bob, guest):
+        await client.close()
