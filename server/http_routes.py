@@ -8,8 +8,9 @@ after the answer (the websockets library speaks no keep-alive):
 - ``GET /healthz``: ``ok``, or 503 while the server stops;
 - ``GET /metrics``: the Prometheus exposition, unless metrics have a port of their own
   (then 404 here);
-- ``GET /``, ``/solo``, ``/race/CODE``, ``/watch/CODE``, ``/t/CODE``, ``/host/CODE``:
-  the web client's page (``index.html``), which reads its address to choose a screen;
+- ``GET /``, ``/solo``, ``/race/CODE``, ``/watch/CODE``, ``/t/CODE``, ``/t/CODE/play``,
+  ``/host/CODE``: the web client's page (``index.html``), which reads its address to
+  choose a screen;
 - ``GET /static/PATH``: a file of the web client, by its path under the web root.
 
 The web client's files are read into memory once, when the server starts
@@ -43,9 +44,11 @@ HEALTH_PATH = "/healthz"
 STATIC_PREFIX = "/static/"
 
 #: The page's own addresses, each answered with ``index.html``: the lobby, practice alone,
-#: a race, a race watched, a tournament watched, a tournament's host console. A code is
-#: what the protocol allows for a race id or a tournament code.
-APP_PATH = re.compile(r"/(?:solo|(?:race|watch|t|host)/[A-Za-z0-9_-]{1,32})?")
+#: a race, a race watched, a tournament watched, a tournament entered, a tournament's host
+#: console. A code is what the protocol allows for a race id or a tournament code.
+APP_PATH = re.compile(
+    r"/(?:solo|(?:race|watch|t|host)/[A-Za-z0-9_-]{1,32}|t/[A-Za-z0-9_-]{1,32}/play)?"
+)
 
 #: The kinds of file served, by suffix; any other file under the web root is not served
 #: (a stray ``package.json`` or editor backup stays private).

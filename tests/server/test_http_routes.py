@@ -43,7 +43,7 @@ async def request(
 
 
 @pytest.mark.parametrize("path", ["/", "/solo", "/race/K7QX2MPA", "/watch/K7QX2MPA", "/t/CLUB42",
-                                  "/host/CLUB42", "/?from=lan"])
+                                  "/t/CLUB42/play", "/host/CLUB42", "/?from=lan"])
 async def test_every_address_of_the_app_serves_the_page(live_server: LiveServer,
                                                         path: str) -> None:
     answer = await request(live_server, path)

@@ -41,8 +41,11 @@ async def play_to_the_end(
         else:
             await page.keyboard.press("Tab")
             await page.keyboard.press("Enter")
-        # The card is hidden until the server accepts the move, then the count moves on.
-        await expect(page.locator("#played")).not_to_have_text(played or "")
+        # The card is hidden until the server accepts the move, then the count moves on;
+        # or, when that move ended the race (the others had finished), the results come.
+        await page.wait_for_function(
+            "played => document.querySelector('.results')"
+            " || document.querySelector('#played')?.textContent !== played", arg=played)
         moves += 1
 
 

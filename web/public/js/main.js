@@ -5,6 +5,7 @@
 //   /race/CODE        a private race, joined by its code
 //   /watch/CODE       a race, watched
 //   /t/CODE           a tournament, watched
+//   /t/CODE/play      a tournament, entered: its standings, and its races raced here
 //   /host/CODE#TOKEN  a tournament's host console (the token stays in the address's
 //                     fragment, which the browser never sends to the server)
 
@@ -13,6 +14,7 @@ import { h, fill } from "./dom.js";
 const SCREENS = [
   [/^\/watch\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/watch.js")).watchRace(root, code)],
   [/^\/t\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/tournament.js")).watchTournament(root, code)],
+  [/^\/t\/([A-Za-z0-9_-]+)\/play$/, async (root, code) => (await import("./screens/entrant.js")).enterTournament(root, code)],
   [/^\/host\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/host.js")).hostConsole(root, code)],
   [/^\/race\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/play.js")).play(root, { join: code })],
   [/^\/solo$/, async (root) => (await import("./screens/solo.js")).solo(root)],

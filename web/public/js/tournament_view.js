@@ -20,25 +20,31 @@ export function phaseLine(state) {
   return `Arena · ${window}${paused}${ending}`;
 }
 
-/** The standings table. */
-export function tournamentStandings(state) {
+/** The standings table; the line of `you` (an entrant id), if any, marked. */
+export function tournamentStandings(state, you = null) {
   return h("table", { class: "standings", id: "tournament-standings" },
     h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "entrant"), h("th", {}, "points"),
       h("th", { title: "stock left over the games won" }, "stock"), h("th", {}, "time"), h("th", {}, "games"))),
-    h("tbody", {}, state.standings.map((line) => h("tr", { class: line.state !== "active" ? "inactive" : null,
+    h("tbody", {}, state.standings.map((line) => h("tr", {
+      class: [line.state !== "active" ? "inactive" : "", line.entrant === you ? "you" : ""].join(" ").trim() || null,
       dataset: { entrant: line.entrant } },
     h("td", {}, `${line.tied ? "=" : ""}${line.place}`),
     h("td", {}, line.name, line.bot ? h("span", { class: "label" }, " [bot]") : null,
+      line.entrant === you ? h("span", { class: "label you" }, " (you)") : null,
       line.state !== "active" ? h("span", { class: "label" }, ` (${line.state})`) : null),
     h("td", { class: "points" }, line.points), h("td", {}, line.stock_left),
     h("td", {}, seconds(line.time_ms)), h("td", {}, line.games)))));
 }
 
-/** The races in progress, each with its racers' names and a link to watch it. */
-export function racesInProgress(state) {
+/**
+ * The races in progress, each with its racers' names and a link to watch it; `newTab`
+ * opens those in another tab (an entrant's page keeps its own session).
+ */
+export function racesInProgress(state, { newTab = false } = {}) {
   const names = new Map(state.standings.map((line) => [line.entrant, line.name]));
   if (!state.races.length) return h("p", { class: "note", id: "tournament-races" }, "No race in progress.");
   return h("ul", { class: "races-list", id: "tournament-races" }, state.races.map((race) => h("li", {},
     h("span", {}, race.round ? `Round ${race.round}: ` : "", race.racers.map((id) => names.get(id) ?? id).join(", ")),
-    h("a", { href: `/watch/${race.race}`, class: "watch-race" }, race.finished ? "result" : "watch"))));
+    h("a", { href: `/watch/${race.race}`, class: "watch-race", target: newTab ? "_blank" : null,
+      rel: newTab ? "noopener" : null }, race.finished ? "result" : "watch"))));
 }

@@ -32,6 +32,8 @@ export function home(root) {
   const waitReady = h("input", { id: "wait-ready", type: "checkbox", checked: true });
   const watchCode = h("input", { id: "watch-code", maxlength: 32, placeholder: "race code" });
   const tournamentCode = h("input", { id: "tournament-code", maxlength: 16, placeholder: "tournament code" });
+  const entryCode = h("input", { id: "entry-code", maxlength: 16, placeholder: "tournament code",
+    pattern: "[A-Za-z0-9]+" });
   const races = h("ul", { class: "races-list", id: "open-races" }, h("li", { class: "note" }, "Looking…"));
   const status = h("p", { class: "link-status", role: "status" });
 
@@ -63,6 +65,15 @@ export function home(root) {
         if (needName() && code.value.trim()) location.assign(`/race/${encodeURIComponent(code.value.trim())}`);
       } },
       h("h2", {}, "Join by code"), code, h("button", { type: "submit", id: "join" }, "Join")),
+      h("form", { class: "panel", id: "enter-form", onsubmit: (event) => {
+        event.preventDefault();
+        const wanted = entryCode.value.trim().toUpperCase();
+        if (needName() && wanted) location.assign(`/t/${encodeURIComponent(wanted)}/play`);
+      } },
+      h("h2", {}, "Enter a tournament"), entryCode,
+      h("button", { type: "submit", id: "enter-tournament" }, "Enter"),
+      h("p", { class: "note" }, "With the code the host gave you, under your name above; "
+        + "you race each round's race in this page.")),
       h("section", { class: "panel" }, h("h2", {}, "Watch"),
         h("form", { class: "row", onsubmit: (event) => {
           event.preventDefault();

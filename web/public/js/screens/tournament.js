@@ -1,5 +1,6 @@
 // Watching a tournament (/t/CODE): where it stands, the standings, and the races in
-// progress, each a click away (/watch/RACE).
+// progress, each a click away (/watch/RACE); while it may be entered, a link to enter it
+// (/t/CODE/play).
 
 import { every, fill, h } from "../dom.js";
 import { phaseLine, racesInProgress, tournamentStandings } from "../tournament_view.js";
@@ -12,16 +13,19 @@ export function watchTournament(root, code) {
     title: h("h1", {}, "Tournament ", h("code", {}, code)),
     phase: h("p", { class: "phase", id: "phase" }),
     status: h("p", { class: "link-status", role: "status" }),
+    enter: h("p", { class: "enter" }),
     standings: h("section", { class: "panel" }),
     races: h("section", { class: "panel" }),
   };
   fill(root, h("div", { class: "tournament" },
-    h("header", { class: "top" }, h("a", { class: "home", href: "/" }, "♠ Foursquare"), parts.title, parts.phase, parts.status),
+    h("header", { class: "top" }, h("a", { class: "home", href: "/" }, "♠ Foursquare"), parts.title, parts.phase, parts.enter, parts.status),
     h("div", { class: "columns" }, parts.standings, parts.races)));
   function render() {
     if (!state) return;
     fill(parts.title, state.name, " ", h("code", {}, state.tournament));
     fill(parts.phase, phaseLine(state));
+    fill(parts.enter, state.status === "open" || state.status === "running"
+      ? h("a", { href: `/t/${state.tournament}/play`, id: "enter", class: "button" }, "Enter this tournament") : null);
     fill(parts.standings, h("h2", {}, "Standings"), tournamentStandings(state));
     fill(parts.races, h("h2", {}, "Races in progress"), racesInProgress(state));
   }
