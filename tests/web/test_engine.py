@@ -22,6 +22,7 @@ from protocol import RaceFinished, decode_server
 from protocol.codec import encode_wire
 from protocol.result import RaceResult, RacerOutcome, RacerResult, verify_result
 from tests.conftest import LiveServer
+from tests.web.conftest import Screenshot
 
 CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance"
 DEALS: list[dict[str, Any]] = json.loads((CONFORMANCE / "deals.json").read_text())["deals"]
@@ -250,7 +251,7 @@ def test_card_names_are_the_engines() -> None:
 
 
 async def test_solo_practice_plays_the_engines_game_without_the_server(
-    page: Page, live_server: LiveServer
+    page: Page, live_server: LiveServer, screenshot: Screenshot
 ) -> None:
     await page.goto(f"{live_server.http_url}/solo?seed=foursquare")
     await expect(page.locator("#card-words")).to_have_text("4 of spades")
@@ -264,6 +265,7 @@ async def test_solo_practice_plays_the_engines_game_without_the_server(
         game.play(move)
         await expect(page.locator("#played")).to_have_text(str(game.cards_played))
     assert await page.locator("#stock").inner_text() == str(game.stock_left)
+    await screenshot(page, "solo")
     await page.keyboard.press("u")
     await expect(page.locator("#played")).to_have_text("11")
     await page.keyboard.press("Tab")

@@ -27,10 +27,12 @@ export class RaceView {
    * id when known before the race's snapshot says it. `invite` shows the waiting room's
    * code to share (a private race's; a tournament seats its racers itself). `onLeave()`
    * leaves from the waiting room (null: no button). `resultsActions()` gives the buttons
-   * under the results, and `onFinished()` hears that the race is over.
+   * under the results, and `onFinished()` hears that the race is over. `title(snapshot)`
+   * gives the heading (by default "Race CODE").
    */
   constructor({ parts, send, you = null, invite = true, onLeave = null, resultsActions = () => [],
-    onFinished = () => {} }) {
+    onFinished = () => {}, title = (snapshot) => ["Race ", h("code", {}, snapshot.code ?? snapshot.race)] }) {
+    this.title = title;
     this.parts = parts;
     this.send = send;
     this.you = you;
@@ -129,7 +131,7 @@ export class RaceView {
       fill(this.parts.body, h("p", { class: "note" }, "Finding your race…"));
       return;
     }
-    fill(this.parts.title, "Race ", h("code", {}, snapshot.code ?? snapshot.race));
+    fill(this.parts.title, this.title(snapshot));
     if (this.state.finished) this.renderResults();
     else if (snapshot.state === "running") this.renderRace();
     else this.renderWaiting();

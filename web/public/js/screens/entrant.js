@@ -110,6 +110,7 @@ class Entrant {
       send: (message) => this.send(message),
       you: snapshot.you,
       invite: false,
+      title: (race) => [this.state?.name ?? "Tournament", " · race ", h("code", {}, race.race)],
       resultsActions: () => [h("button", { id: "back-to-standings", onclick: () => this.renderStandings() },
         "Back to the standings")],
     });
