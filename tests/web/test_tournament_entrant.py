@@ -10,10 +10,11 @@ from collections.abc import Awaitable, Callable
 from playwright.async_api import Dialog, Page, expect
 
 from client.tournament_bot import run_tournament_bots
-from protocol.tournament import HostAction, TournamentState, TournamentStatus
+from protocol.tournament import HostAction, TournamentFormat, TournamentState, TournamentStatus
 from tests.conftest import LiveServer
 from tests.tournament.players import Host, round_over
 from tests.web.conftest import Screenshot
+from tests.web.racing import wait_for
 from tests.web.test_play import play_to_the_end
 
 ROWS = "#tournament-standings tbody tr"
@@ -117,3 +118,41 @@ async def test_an_unknown_tournament_code_is_a_sentence(
     await page.fill("#entry-code", "NOPE42")
     await page.click("#enter-tournament")
     await expect(page.locator("#refusal")).to_contain_text("NOPE42")
+
+
+async def test_an_arena_entrant_takes_a_break_from_pairing_then_is_paired(
+    page: Page, live_server: LiveServer
+) -> None:
+    server = live_server.server
+    assert server is not None
+    host = await Host.start(live_server.url)
+    code = await host.create(name="Blitz", format=TournamentFormat.ARENA, race_size=2,
+                             arena_duration=600)
+    await host.control(HostAction.OPEN)
+    await host.control(HostAction.START)
+    await host.until(lambda s: s.status is TournamentStatus.RUNNING)
+
+    await page.goto(f"{live_server.http_url}/t/{code}/play")  # the address itself asks a name
+    await page.fill("#name", "Fay")
+    await page.click("#name-form button")
+    line = page.locator("#entrant-line")
+    await expect(line).to_contain_text("Waiting to be paired")
+    you = await page.locator(f"{ROWS}.you").get_attribute("data-entrant")
+    assert you is not None
+    entrants = server.race_tier.tournaments.tournaments[code].entrants
+
+    await page.click("#arena-available")
+    await expect(line).to_contain_text("You are taking a break")
+    await wait_for(lambda: not entrants[you].available, "the server to leave Fay out of pairing")
+    await page.click("#arena-available")
+    await expect(line).to_contain_text("Waiting to be paired")
+    await wait_for(lambda: entrants[you].available, "the server to pair Fay again")
+
+    # A bot enters: the two are paired, and the page opens the race.
+    bot = asyncio.create_task(run_tournament_bots(live_server.url, code, "greedy", pace=0.2))
+    try:
+        await expect(page.locator("#in-hand .card")).to_be_visible(timeout=30_000)
+        await expect(page.locator("#leaderboard")).to_contain_text("bot-1")
+    finally:
+        bot.cancel()
+        await host.close()

@@ -37,6 +37,7 @@ class Entrant {
     this.view = null; // the RaceView of our current (or last) race
     this.showingRace = false;
     this.enterWhenOpen = false; // our join came before registration opened: join then
+    this.available = true; // arena: whether we asked to be paired (a no-show is taken out)
     this.problem = "";
     this.parts = {
       title: h("h1", {}, "Tournament ", h("code", {}, code)),
@@ -86,7 +87,20 @@ class Entrant {
       default:
         break;
     }
-    this.view?.receive(message);
+    if (this.view?.receive(message) && message.type === "finished") this.ownRaceFinished(message);
+  }
+
+  /** In an arena, an entrant who made no move in its race is taken out of pairing until
+   * it asks again: the standings then offer to. */
+  ownRaceFinished(finished) {
+    const mine = finished.standings.find((line) => line.racer === this.you);
+    if (this.state?.format === "arena" && mine && !mine.moves.length) this.available = false;
+  }
+
+  setAvailable(available) {
+    if (this.send({ type: "arena_available", tournament: this.code, available }) === null) return;
+    this.available = available;
+    this.renderStandings();
   }
 
   tournamentChanged(state) {
@@ -164,8 +178,12 @@ class Entrant {
         this.problem ? h("p", { class: "error", role: "alert" }, this.problem) : null),
       h("div", { class: "side" },
         h("section", { class: "panel" }, h("h2", {}, "You"),
-          h("p", { class: "verdict", id: "entrant-line" }, entrantLine(state, mine, this.you)),
+          h("p", { class: "verdict", id: "entrant-line" }, entrantLine(state, mine, this.you, this.available)),
           h("div", { class: "row" },
+            state.format === "arena" && state.status === "running" && mine?.state === "active"
+              ? h("button", { class: this.available ? "secondary" : null, id: "arena-available",
+                onclick: () => this.setAvailable(!this.available) },
+              this.available ? "Take a break from pairing" : "Pair me again") : null,
             mine?.state === "active" && state.status !== "finished"
               ? h("button", { class: "secondary", id: "leave-tournament", onclick: () => this.leave() }, "Leave the tournament")
               : null,
@@ -187,7 +205,7 @@ class Entrant {
 }
 
 /** What the entrant should know now, in a sentence (as the terminal client says it). */
-function entrantLine(state, mine, you) {
+function entrantLine(state, mine, you, available) {
   // The standings leave a removed entrant out.
   if (!mine || mine.state === "removed") return you ? "The host removed you from this tournament." : "Entering…";
   if (mine.state === "left") return "You have left: your points stay.";
@@ -198,5 +216,6 @@ function entrantLine(state, mine, you) {
   if (state.status !== "running") return "You are in. Your first race starts when the host starts the tournament.";
   if (state.format === "rounds") return "Waiting for the next round (the round ends when every race is over).";
   if (state.ending) return "No more races are formed.";
+  if (!available) return "You are taking a break from pairing.";
   return "Waiting to be paired into the next race…";
 }
