@@ -93,8 +93,17 @@ async def test_a_person_enters_a_tournament_from_the_lobby_and_races_it_to_the_e
         await expect(page.locator(f"{ROWS}.you td").nth(5)).to_have_text("1")
         await screenshot(page, "entrant-between-rounds")
 
+        async def reload() -> None:
+            # A new page: the session comes back from the tab's storage, and the race with
+            # it, board and card, from the server.
+            before = await page.locator("#my-board .card").count()
+            await page.reload()
+            await expect(page.locator("#in-hand .card")).to_be_visible()
+            assert await page.locator("#my-board .card").count() == before
+
         await host.control(HostAction.START)
-        await race_a_round(page, "keys")  # the page leaves the standings for the race itself
+        # The page leaves the standings for the race itself.
+        await race_a_round(page, "keys", {3: reload})
         await page.click("#back-to-standings")
         final = await host.until(lambda s: s.status is TournamentStatus.FINISHED)
         await expect(page.locator("#phase")).to_have_text("Finished · final standings.")
@@ -156,3 +165,20 @@ async def test_an_arena_entrant_takes_a_break_from_pairing_then_is_paired(
     finally:
         bot.cancel()
         await host.close()
+
+
+async def test_a_person_early_for_registration_is_entered_when_it_opens(
+    page: Page, live_server: LiveServer
+) -> None:
+    host = await Host.start(live_server.url)
+    code = await host.create(name="Club night", rounds=1, race_size=4)
+    await page.goto(live_server.http_url + "/")
+    await page.fill("#name", "Gus")
+    await page.fill("#entry-code", code)
+    await page.click("#enter-tournament")
+    await expect(page.locator("#phase")).to_contain_text("Not open yet")
+    await expect(page.locator(ROWS)).to_have_count(0)
+    await host.control(HostAction.OPEN)
+    await expect(page.locator("#entrant-line")).to_contain_text("You are in")
+    await expect(page.locator(f"{ROWS}.you")).to_contain_text("Gus (you)")
+    await host.close()
