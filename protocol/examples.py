@@ -217,6 +217,7 @@ EXAMPLES: dict[str, Message] = {
                     face_down=0,
                     finish_ms=83_400,
                     moves=((0, 0), (0, 1), (1, 1)),
+                    move_ms=(1_250, 2_900, 4_020),
                 ),
             ),
             started_at=_T0 + 4_000,

@@ -320,6 +320,10 @@ class Standing:
     """Milliseconds from the start to the racer's last move or resignation; nil if timed out."""
     moves: tuple[Position, ...]
     """Every position the racer played, in order: with the seed, this replays its game."""
+    move_ms: tuple[int, ...] | None = None
+    """When each of `moves` was made, in milliseconds from the start (one per move, in
+    order), so a replay keeps the race's pace; nil from a server (or a stored result)
+    that does not say."""
 
 
 register(
@@ -335,6 +339,7 @@ register(
     face_down=PILES_36,
     finish_ms=Optional(MILLIS),
     moves=Array(PositionSpec(), 40),
+    move_ms=Optional(Array(MILLIS, 40)),
 )
 
 
@@ -706,6 +711,7 @@ class RaceFinished:
                 face_down=entry.face_down,
                 finish_ms=None if entry.finish_time is None else round(entry.finish_time * 1000),
                 moves=entry.moves,
+                move_ms=entry.move_ms,
             )
             for index, entry in enumerate(result.racers, start=1)
         )
@@ -743,6 +749,7 @@ class RaceFinished:
                     face_up=s.face_up,
                     face_down=s.face_down,
                     moves=s.moves,
+                    move_ms=s.move_ms,
                 )
                 for s in self.standings
             ),

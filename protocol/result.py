@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,9 +57,14 @@ class RacerResult:
     face_up: int
     face_down: int
     moves: tuple[Position, ...]
+    move_ms: tuple[int, ...] | None = None
+    """When each move was made, in milliseconds from the start (one per move), for a
+    replay at the race's own pace; ``None`` in records written before races kept it."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain values for JSON or msgpack."""
+        """Plain values for JSON or msgpack (``move_ms`` only when known, so that a record
+        without it reads as it always did)."""
+        timing = {} if self.move_ms is None else {"move_ms": list(self.move_ms)}
         return {
             "racer_id": self.racer_id,
             "name": self.name,
@@ -70,6 +76,7 @@ class RacerResult:
             "face_up": self.face_up,
             "face_down": self.face_down,
             "moves": [list(move) for move in self.moves],
+            **timing,
         }
 
     @classmethod
@@ -88,6 +95,7 @@ class RacerResult:
                 face_up=_typed(data["face_up"], int, "face_up"),
                 face_down=_typed(data["face_down"], int, "face_down"),
                 moves=moves,
+                move_ms=_optional_times(data.get("move_ms")),
             )
         except (KeyError, TypeError) as error:
             raise ValueError(f"malformed racer entry: {error!r}") from None
@@ -219,7 +227,9 @@ def verify_result(result: RaceResult) -> Verification:
     """Re-deal the revealed seed, replay every racer's moves, and check every claim.
 
     Checks: the seed matches the published commitment; every move is legal; each racer's
-    outcome, score and counts are what the replay gives; the standings follow the rule.
+    outcome, score and counts are what the replay gives; each racer's move times, when
+    given, are one per move, in order, and none after its finish time; the standings
+    follow the rule.
     """
     problems: list[str] = []
     if commitment(result.seed) != result.commitment:
@@ -233,6 +243,9 @@ def verify_result(result: RaceResult) -> Verification:
 
 def _check_racer(seed: str, ruleset: Ruleset, entry: RacerResult) -> list[str]:
     who = f"racer {entry.name!r} ({entry.racer_id})"
+    timing = _check_times(entry)
+    if timing is not None:
+        return [f"{who}: {timing}"]
     game = Game.new(seed, ruleset)
     for index, move in enumerate(entry.moves):
         try:
@@ -258,6 +271,31 @@ def _check_racer(seed: str, ruleset: Ruleset, entry: RacerResult) -> list[str]:
             f"the replay gives {replayed}"
         )
     return problems
+
+
+def _check_times(entry: RacerResult) -> str | None:
+    """What is wrong with ``entry``'s move times (``None`` if nothing is, or none are given)."""
+    times = entry.move_ms
+    if times is None:
+        return None
+    if len(times) != len(entry.moves):
+        return f"{len(times)} move times for {len(entry.moves)} moves"
+    if any(later < earlier for earlier, later in itertools.pairwise(times)):
+        return "the move times are not in order"
+    if entry.finish_time is not None and times and times[-1] > round(entry.finish_time * 1000):
+        return "a move is timed after the racer's finish"
+    return None
+
+
+def _optional_times(value: Any) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ValueError(f"move_ms must be a list, not {value!r}")
+    times = tuple(_typed(time, int, "move_ms[]") for time in value)
+    if any(time < 0 for time in times):
+        raise ValueError("move_ms holds a negative time")
+    return times
 
 
 def _typed(value: Any, kind: type, name: str) -> Any:

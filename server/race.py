@@ -425,6 +425,9 @@ class _Racer:
     progress line can show them as of the count line (see :meth:`Race._line`)."""
     line_stage: int = 0
     """The move the counts of the racer's last progress line were as of."""
+    move_ms: list[int] = field(default_factory=list)
+    """When each move was made, in milliseconds from the start: the result keeps them, so
+    that a replay goes at the race's own pace."""
 
     def progress(self) -> ProgressLine:
         """The racer's line as it stands (its own, or once nothing is hidden)."""
@@ -875,6 +878,7 @@ class Race:
         self.revision += 1
         racer.counts.append(game.face_up)
         racer.counts.append(game.face_down)
+        racer.move_ms.append(round((now - (self.started_at or now)) * 1000))
         if game.status is not Status.PLAYING:
             outcome = RacerOutcome.WON if game.status is Status.WON else RacerOutcome.LOST
             self._stop_racing(racer, outcome, now - (self.started_at or now))
@@ -1252,4 +1256,5 @@ class Race:
             face_up=game.face_up,
             face_down=game.face_down,
             moves=tuple(game.moves),
+            move_ms=tuple(racer.move_ms),
         )
