@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import Ruleset
@@ -40,13 +41,24 @@ def register(subparsers: Subparsers) -> None:
     )
     play.set_defaults(run=run_play)
 
-    watch = subparsers.add_parser("watch", help="watch a race: every board and the leaderboard")
+    watch = subparsers.add_parser(
+        "watch", help="watch a race (a finished one again, move by move): every board and "
+        "the leaderboard",
+    )
     _add_server_argument(watch)
     what = watch.add_mutually_exclusive_group(required=True)
-    what.add_argument("code", metavar="CODE", nargs="?", help="the race's code")
+    what.add_argument(
+        "code", metavar="CODE", nargs="?",
+        help="the race's code; a finished race (by its id) is replayed from its result",
+    )
     what.add_argument(
         "--tournament", metavar="TCODE", type=tournament_code,
         help="watch a tournament: standings and its races",
+    )
+    what.add_argument(
+        "--file", metavar="FILE", type=Path,
+        help="replay a finished race offline from its result: what 'foursquare result' "
+        "prints, or a 'finished' message saved as JSON ('-' reads standard input)",
     )
     watch.add_argument("--name", default="spectator", help="your name as a spectator")
     watch.set_defaults(run=run_watch)
@@ -238,7 +250,10 @@ def play_app(args: argparse.Namespace) -> FoursquareApp | None:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    """``foursquare watch CODE`` and ``foursquare watch --tournament CODE``."""
+    """``foursquare watch CODE``, ``foursquare watch --tournament CODE`` and ``foursquare
+    watch --file FILE``."""
+    if args.file is not None:
+        return run_replay_file(args.file)
     from client.connection import Connection
     from client.network_app import NetworkApp, Plan
     from client.tournament_app import TournamentApp
@@ -251,6 +266,25 @@ def run_watch(args: argparse.Namespace) -> int:
     if args.tournament:
         return TournamentApp(connection, args.tournament, playing=False).run() or 0
     return NetworkApp(connection, Plan.spectate(args.code)).run() or 0
+
+
+def run_replay_file(path: Path) -> int:
+    """Replay the race of the result in ``path``, with no server; exit 2 if there is none
+    to replay."""
+    from cli.server_commands import read_result_file
+    from client.app import FoursquareApp
+    from client.replay import Replay, ReplayError
+    from client.screens.replay import ReplayScreen
+
+    result = read_result_file(path)
+    if result is None:
+        return 2
+    try:
+        replay = Replay(result)
+    except ReplayError as error:
+        print(f"error: race {result.race_id} cannot be replayed: {error}", file=sys.stderr)
+        return 2
+    return FoursquareApp(lambda: ReplayScreen(replay)).run() or 0
 
 
 def _say_now(line: str) -> None:

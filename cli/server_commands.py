@@ -313,11 +313,8 @@ def run_result(args: argparse.Namespace) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     """Print whether the result holds up; exit 0 if it does, 1 if not, 2 if unreadable."""
-    try:
-        text = sys.stdin.read() if str(args.file) == "-" else args.file.read_text(encoding="utf-8")
-        result = read_result(text)
-    except (OSError, ValueError) as error:
-        print(f"error: cannot read a result from {args.file}: {error}", file=sys.stderr)
+    result = read_result_file(args.file)
+    if result is None:
         return 2
     from client.wording import plural
     from protocol.result import verify_result
@@ -335,6 +332,17 @@ def run_verify(args: argparse.Namespace) -> int:
     for problem in verification.problems:
         print(f"REFUTED: {problem}")
     return 1
+
+
+def read_result_file(path: Path) -> RaceResult | None:
+    """The result in file ``path`` (``-``: standard input), as :func:`read_result` reads
+    it; or ``None`` after saying why there is none."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+        return read_result(text)
+    except (OSError, ValueError) as error:
+        print(f"error: cannot read a result from {path}: {error}", file=sys.stderr)
+        return None
 
 
 def read_result(text: str) -> RaceResult:

@@ -20,12 +20,14 @@ from textual.widgets import Static
 from client.app import FoursquareApp
 from client.connection import Connection, ConnectionFailed, LinkState
 from client.race_state import RaceTracker
+from client.replay import Replay, ReplayError
 from client.saved_session import SavedSession, SessionStore
 from client.screens.failure import FailureScreen
 from client.screens.lobby import LobbyScreen
 from client.screens.name import NameChosen, NameScreen
 from client.screens.network_race import NetworkRaceScreen
 from client.screens.race import Clock
+from client.screens.replay import ReplayScreen
 from client.screens.requests import BackToLobby, ServerRequest
 from client.screens.results import ResultsScreen
 from client.screens.waiting import WaitingScreen
@@ -44,6 +46,7 @@ from protocol import (
     Ok,
     Place,
     QuickRace,
+    RaceFinished,
     RaceList,
     RaceOptions,
     RaceState,
@@ -240,7 +243,12 @@ class NetworkApp(FoursquareApp):
             return
         if getattr(message, "race", None) in self.left_races:
             return
+        replay = self.plan.watch and isinstance(message, RaceFinished) and self._over_on_arrival()
         self.tracker.apply(message)
+        if replay and isinstance(message, RaceFinished):
+            await self._replay(message)
+        if isinstance(self.main_screen, ReplayScreen | FailureScreen):
+            return  # the race is over: what still comes is for the screen under the replay
         self._keep_session()
         tracker, snapshot = self.tracker, self.tracker.snapshot
         if self.plan.watch:
@@ -253,6 +261,23 @@ class NetworkApp(FoursquareApp):
             await self._ensure(NetworkRaceScreen, lambda: NetworkRaceScreen(tracker, self.clock))
         flips = tracker.last_flips if isinstance(message, MovePlaced) else []
         await self._show_race(flips)
+
+    def _over_on_arrival(self) -> bool:
+        """Whether the race watched was over before we watched it: the server answered
+        with its result alone (a race it no longer keeps), or its first snapshot says
+        finished (one that ends while watched is followed live to its end)."""
+        snapshot = self.tracker.snapshot
+        return snapshot is None or snapshot.state is RaceState.FINISHED
+
+    async def _replay(self, finished: RaceFinished) -> None:
+        """Replay a race that was over before we came to watch it."""
+        try:
+            replay = Replay(finished.to_result())
+        except (ReplayError, ValueError) as error:
+            await self.show_main(FailureScreen(f"This race cannot be replayed: {error}"))
+            return
+        await self.show_main(ReplayScreen(replay, clock=self.clock))
+        self._show_link()
 
     def _keep_session(self) -> None:
         """Save the session while we race in an unfinished race; forget it otherwise."""

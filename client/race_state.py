@@ -12,6 +12,7 @@ it has not been dealt.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from client.board import BoardView, PileView
@@ -179,6 +180,14 @@ def _as_result(entry: ProgressEntry) -> RacerResult:
                        entry.cards_played, entry.face_up, entry.face_down, ())
 
 
+def rank_progress(entries: Iterable[ProgressEntry]) -> list[ProgressEntry]:
+    """Progress lines in standings order: the standings rule applied to them as they
+    stand (a racer still racing ranks like one out of time)."""
+    by_racer = {entry.racer: entry for entry in entries}
+    ranked = rank_racers(_as_result(entry) for entry in by_racer.values())
+    return [by_racer[result.racer_id] for result in ranked]
+
+
 @dataclass
 class RaceTracker:
     """One race as this client sees it, from joining (or watching) to the result."""
@@ -317,8 +326,7 @@ class RaceTracker:
         if self.finished is not None:
             order = [s.racer for s in self.finished.standings if s.racer in self.progress]
             return [self.progress[racer] for racer in order]
-        ranked = rank_racers(_as_result(entry) for entry in self.progress.values())
-        return [self.progress[result.racer_id] for result in ranked]
+        return rank_progress(self.progress.values())
 
     def verify(self) -> Verification:
         """Check the result: the seed against the commitment seen before the start, and

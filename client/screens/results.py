@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from client.race_state import RaceTracker
 from client.screens.base import ClientScreen
+from client.screens.replay import replay_of
 from client.screens.requests import BackToLobby
 from client.widgets.leaderboard import fit_name, ordinal
 from engine import LossReason, format_moves
@@ -128,6 +129,7 @@ class ResultsScreen(ClientScreen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "next_race", "another race"),
+        Binding("r", "replay", "replay"),
         Binding("q", "quit_app", "quit"),
     ]
 
@@ -190,6 +192,16 @@ class ResultsScreen(ClientScreen):
     def verified_text(self) -> str:
         """The verification line as shown."""
         return str(self.query_one("#verified", Static).render())
+
+    def on_screen_resume(self) -> None:
+        """Back from the replay: show what came meanwhile (the par)."""
+        self.refresh_from_tracker()
+
+    def action_replay(self) -> None:
+        """Watch the race again, every racer's board, move by move."""
+        replay = replay_of(self.tracker, verification_line(self.tracker))
+        if not isinstance(replay, str):
+            self.app.push_screen(replay)
 
     def action_next_race(self) -> None:
         """Back to the lobby."""

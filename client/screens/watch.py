@@ -7,21 +7,18 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Grid, Horizontal, Vertical
-from textual.events import Resize
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 
 from client.race_state import RaceTracker, board_view
 from client.screens.base import ClientScreen
+from client.screens.replay import replay_of
 from client.screens.results import par_line, verification_line
 from client.widgets.cards import FOG
-from client.widgets.grid import GridView
 from client.widgets.leaderboard import Leaderboard
+from client.widgets.tiles import BoardTiles
 from client.wording import plural
 from protocol import RacerStatus, RaceState
-
-TILE_WIDTH = 20
-"""Columns one compact board takes, with its gutter (a 4x4 grid is 15 wide)."""
 
 
 def fog_note(line: int | None) -> str:
@@ -43,21 +40,22 @@ def fog_note(line: int | None) -> str:
 class WatchScreen(ClientScreen):
     """A spectator's view of one race."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit_app", "quit")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "replay", "replay"),
+        Binding("q", "quit_app", "quit"),
+    ]
 
     def __init__(self, tracker: RaceTracker) -> None:
         super().__init__()
         self.tracker = tracker
         self.composed = False
         """Whether the widgets exist yet (messages can arrive before they do)."""
-        self._tiles: dict[str, GridView] = {}
-        """Each racer's board widget, by racer id."""
 
     def compose(self) -> ComposeResult:
         """Tiles on the left, leaderboard and race facts on the right."""
         yield Static("Watching", id="title")
         with Horizontal(id="main"):
-            yield Grid(id="tiles")
+            yield BoardTiles(id="tiles")
             with Vertical(id="side"):
                 yield Leaderboard("Leaderboard", id="leaderboard")
                 yield Static("", id="fog")
@@ -65,11 +63,6 @@ class WatchScreen(ClientScreen):
                 yield Static("", id="verified")
                 yield Static("", id="link", markup=False)
         yield Footer()
-
-    def on_resize(self, event: Resize) -> None:
-        """As many columns of boards as fit side by side (Textual also calls the base's)."""
-        tiles = self.query_one("#tiles", Grid)
-        tiles.styles.grid_size_columns = max(1, tiles.size.width // TILE_WIDTH)
 
     def on_mount(self) -> None:
         """Draw what is known."""
@@ -92,20 +85,13 @@ class WatchScreen(ClientScreen):
         self.query_one("#title", Static).update(
             Text(f"Watching race {snapshot.race} · {state} · {racers}")
         )
-        names = tracker.names()
-        tiles = self.query_one("#tiles", Grid)
-        for racer in names:
-            if racer not in self._tiles:
-                grid = GridView(interactive=False, compact=True)
-                self._tiles[racer] = grid
-                tiles.mount(Vertical(Static(Text(names[racer]), classes="tile-name"), grid,
-                                     classes="tile"))
+        boards = {}
         for racer, board in tracker.boards.items():
             progress = tracker.progress.get(racer)
             status = progress.status if progress is not None else RacerStatus.WAITING
             played = progress.cards_played if progress is not None else board.shown
-            if racer in self._tiles:
-                self._tiles[racer].show(board_view(board, tracker.rules, status, played))
+            boards[racer] = board_view(board, tracker.rules, status, played)
+        self.query_one("#tiles", BoardTiles).show(tracker.names(), boards)
         self.query_one("#leaderboard", Leaderboard).show(
             tracker.leaderboard(), None, tracker.rules.grid_size ** 2
         )
@@ -118,6 +104,18 @@ class WatchScreen(ClientScreen):
             self.say("Boards show every move; face-down cards stay hidden.")
         self.query_one("#par", Static).update(Text(par_line(tracker)))
         self.query_one("#verified", Static).update(Text(verification_line(tracker)))
+
+    def on_screen_resume(self) -> None:
+        """Back from the replay: show what came meanwhile."""
+        self.refresh_from_tracker()
+
+    def action_replay(self) -> None:
+        """Watch the race again from the start, once it is over."""
+        replay = replay_of(self.tracker, verification_line(self.tracker))
+        if isinstance(replay, str):
+            self.say(replay)
+        else:
+            self.app.push_screen(replay)
 
     def action_quit_app(self) -> None:
         """Leave the client."""
