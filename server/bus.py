@@ -143,11 +143,12 @@ def answered_with_done(message: ClientRequest) -> bool:
     with it: a request that may wait for a winnable deal (a winnable ``create_race``, a
     host starting a tournament, which may deal them) or for a read of the store (a new
     tournament's code is checked against the stored ones; a finished tournament no longer
-    in memory is watched or exported from the store). The socket tier holds the
+    in memory is watched or exported from the store; a race no longer in memory is
+    answered with its stored result, to replay). The socket tier holds the
     connection's later messages until then, so they are still handled in order."""
     if isinstance(message, CreateRace):
         return message.options.seed_policy is SeedPolicy.WINNABLE
-    if isinstance(message, CreateTournament | WatchTournament | ExportTournament):
+    if isinstance(message, CreateTournament | WatchTournament | ExportTournament | Spectate):
         return True
     return isinstance(message, TournamentControl) and message.action is HostAction.START
 

@@ -65,6 +65,7 @@ from server.outgoing import card_message, race_options
 from server.pars import ParQueue
 from server.player_store import RatingChange, record_race
 from server.ratings import PROVISIONAL_GAMES, pool_of, shown
+from server.replays import FinishedRace, finished_race
 from server.store import Store, StoreError
 from server.tournament_host import TournamentDesk
 from server.winnable import SeedRefused, WinnableSeeds
@@ -230,6 +231,8 @@ class RaceTier:
         try:
             if isinstance(message, protocol.CreateRace):
                 await self._on_create_winnable_race(caller, message)
+            elif isinstance(message, protocol.Spectate):
+                await self._on_spectate_or_replay(caller, message)
             elif self.tournaments.handles(message):
                 await self.tournaments.answer_later(caller, message)
         except Exception as error:
@@ -394,6 +397,39 @@ class RaceTier:
         session_id = caller.session_id
         self._start_watching(session_id, host)
         self._watch(session_id, host, message.id)
+
+    async def _on_spectate_or_replay(self, caller: Caller, message: protocol.Spectate) -> None:
+        """Answer ``spectate``: a race in memory is watched (:meth:`_on_spectate`); one the
+        server no longer keeps is answered with its stored result, for the client to
+        replay, if it finished and allowed spectators. Such a race changes no more: the
+        session is not made to watch it."""
+        if message.race.upper() in self.hosts:
+            self._on_spectate(caller, message)
+            return
+        stored = await self._read_finished(message.race.upper()) if self.journal.stores else None
+        if stored is None:
+            raise Refused(ErrorCode.RACE_NOT_FOUND, f"there is no race {show(message.race)}")
+        if not stored.spectators:
+            raise Refused(ErrorCode.SPECTATORS_NOT_ALLOWED, "this race does not allow spectators")
+        result = stored.result
+        finished = protocol.RaceFinished.from_result(
+            result, started_at=result.started_at, ended_at=result.ended_at, reply_to=message.id
+        )
+        self._bus.publish([Deliver(ToSession(caller.session_id), encode(finished))])
+
+    async def _read_finished(self, race_id: str) -> FinishedRace | None:
+        """Race ``race_id``'s stored result, read off the event loop; a store that cannot
+        be read now refuses the request."""
+        try:
+            stored: FinishedRace | None = await self.journal.run(
+                functools.partial(finished_race, race_id), writes=False
+            )
+        except (StoreError, JournalRefused) as error:
+            log_event("journal_error", logging.ERROR, error=str(error), race=race_id)
+            raise Refused(
+                ErrorCode.SERVER_BUSY, "the server cannot read its store now; try again"
+            ) from None
+        return stored
 
     def _watch(self, session_id: str, host: RaceHost, reply_to: int | None) -> None:
         """Feed ``host``'s race to ``session_id`` as a spectator, from its state now."""
