@@ -271,6 +271,13 @@ def run_watch(args: argparse.Namespace) -> int:
 def run_replay_file(path: Path) -> int:
     """Replay the race of the result in ``path``, with no server; exit 2 if there is none
     to replay."""
+    app = replay_app(path)
+    return 2 if app is None else app.run() or 0
+
+
+def replay_app(path: Path) -> FoursquareApp | None:
+    """The app replaying the result in ``path``; or ``None`` after saying why there is
+    none to replay."""
     from cli.server_commands import read_result_file
     from client.app import FoursquareApp
     from client.replay import Replay, ReplayError
@@ -278,13 +285,13 @@ def run_replay_file(path: Path) -> int:
 
     result = read_result_file(path)
     if result is None:
-        return 2
+        return None
     try:
         replay = Replay(result)
     except ReplayError as error:
         print(f"error: race {result.race_id} cannot be replayed: {error}", file=sys.stderr)
-        return 2
-    return FoursquareApp(lambda: ReplayScreen(replay)).run() or 0
+        return None
+    return FoursquareApp(lambda: ReplayScreen(replay))
 
 
 def _say_now(line: str) -> None:

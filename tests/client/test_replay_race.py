@@ -6,28 +6,41 @@ of those boards, at the point of its timeline where the moves' times put it."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
 
 import pytest
 
 from client.bot_runner import Bot, BotResult
 from client.bots import get_strategy
 from client.connection import Connection
+from client.network_app import NetworkApp, Plan
 from client.replay import Replay
+from client.screens.replay import ReplayScreen
+from client.screens.results import ResultsScreen
+from client.screens.watch import WatchScreen
 from protocol import (
     Boards,
+    CardToPlace,
     CreateRace,
     JoinRace,
+    Place,
     Progress,
     ProgressEntry,
     RaceFinished,
     RaceOptions,
     RacerBoard,
+    RaceSnapshot,
+    Resign,
     Role,
     Spectate,
 )
 from server.store import load_result
-from tests.conftest import LiveServer
+from tests.client.test_live import answer, racing_a_bot, showing, wait_until
+from tests.conftest import LiveServer, fast_config, start_live_server
+from tests.server.test_replays import LINGER, raced
 from tests.server.wire_client import WireClient
 
 #: Seconds each bot waits before a move: short, so moves of different racers interleave
@@ -122,3 +135,86 @@ async def test_a_replay_shows_every_board_a_spectator_saw(live_server: LiveServe
     # Open boards follow the race as it goes: the spectator saw it move many times.
     if not fog:
         assert len(seen) > 3
+
+
+# ------------------------------------------------------- foursquare watch RACE
+
+
+def fog_note(app: NetworkApp) -> str:
+    return str(app.screen.query_one("#fog").render())
+
+
+def watcher(url: str, race: str) -> NetworkApp:
+    return NetworkApp(Connection(url, "eve", role=Role.SPECTATOR), Plan.spectate(race))
+
+
+async def test_watching_a_finished_race_replays_it(tmp_path: Path) -> None:
+    config = dataclasses.replace(fast_config(tmp_path / "journal.db"), finished_linger=LINGER)
+    async with start_live_server(config) as live:
+        race, finished = await raced(live.url, RaceOptions(max_racers=2, countdown=0,
+                                                           public=False))
+        for _ in range(2):  # still kept by the server, then from its store
+            app = watcher(live.url, race)
+            async with app.run_test(size=(100, 30)) as pilot:
+                await wait_until(pilot, partial(showing, app, ReplayScreen), "the replay")
+                screen = app.screen
+                assert isinstance(screen, ReplayScreen)
+                assert screen.replay.result == finished.to_result()
+                assert screen.replay.timed
+                await pilot.press("end")
+                assert screen.step == screen.replay.length == 3
+            await asyncio.sleep(LINGER * 2)  # the server forgets the race
+
+
+async def test_a_race_watched_to_its_end_is_replayed_with_r_and_escape_comes_back(
+    live_server: LiveServer,
+) -> None:
+    url = live_server.url
+    ann = await WireClient.connect(url, "ann")
+    bob = await WireClient.connect(url, "bob", bot=True)
+    await ann.send(CreateRace(options=RaceOptions(max_racers=2, countdown=0, public=False),
+                              id=ann.next_id()))
+    race = (await ann.expect(RaceSnapshot)).race
+    app = watcher(url, race)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: showing(app, WatchScreen), "the watch screen")
+        await wait_until(pilot, lambda: fog_note(app).startswith("The race has not started"),
+                         "the race's first state")
+        await pilot.press("r")  # not over yet: nothing to replay, and the screen says so
+        assert showing(app, WatchScreen)
+        assert fog_note(app).startswith("The race is not over")
+        await bob.send(JoinRace(race=race, id=bob.next_id()))
+        card = await ann.expect(CardToPlace)
+        row, col = card.targets[0]
+        await ann.send(Place(race=race, move=card.move, row=row, col=col, id=ann.next_id()))
+        await ann.send(Resign(race=race, id=ann.next_id()))
+        await bob.send(Resign(race=race, id=bob.next_id()))
+        await wait_until(pilot, lambda: app.tracker.finished is not None, "the result")
+        assert showing(app, WatchScreen)  # followed live to its end: no replay unasked
+        await pilot.press("r")
+        await wait_until(pilot, lambda: showing(app, ReplayScreen), "the replay")
+        assert app.screen.replay.length == 1  # type: ignore[attr-defined]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: showing(app, WatchScreen), "the watch screen again")
+    for client in (ann, bob):
+        await client.close()
+
+
+async def test_after_racing_r_replays_the_race_and_escape_comes_back_to_the_results(
+    live_server: LiveServer,
+) -> None:
+    async with racing_a_bot(live_server.url) as (pilot, app, bot):
+        await answer(pilot, app, "ctrl+x", "y")
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        assert (await bot).standing is not None
+        await pilot.press("r")
+        await wait_until(pilot, lambda: showing(app, ReplayScreen), "the replay")
+        replay = app.screen
+        assert isinstance(replay, ReplayScreen) and app.tracker.finished is not None
+        assert replay.replay.result == app.tracker.finished.to_result()
+        assert str(replay.query_one("#verified").render()).startswith(
+            f"Seed {app.tracker.finished.seed}\n✓ verified: the seed matches the commitment "
+            "published before the start"
+        )
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results again")
