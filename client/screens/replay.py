@@ -91,8 +91,9 @@ class ReplayScreen(ClientScreen):
         Binding("right,l", "step(1)", "step", key_display="→"),
         Binding("minus", "speed(-1)", "slower", key_display="-"),
         Binding("plus,equals_sign", "speed(1)", "faster", key_display="+"),
-        Binding("home,g", "go_to_start", "start", key_display="Home"),
-        Binding("end,G", "go_to_end", "end", key_display="End"),
+        # Not in the footer, which 80 columns cannot fit them in: the panel names them.
+        Binding("home,g", "go_to_start", "start", key_display="Home", show=False),
+        Binding("end,G", "go_to_end", "end", key_display="End", show=False),
         Binding("escape", "close", "close"),
         Binding("q", "quit_app", "quit"),
     ]
@@ -219,6 +220,7 @@ class ReplayScreen(ClientScreen):
         )
         if replay.length and not replay.timed:
             where += "\nThe record has no move times: racers' moves in turn."
+        where += "\nHome: the start · End: the end"
         self.query_one("#replay-position", Static).update(Text(where))
 
     # -------------------------------------------------------------- keys

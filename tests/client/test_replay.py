@@ -232,7 +232,8 @@ async def test_the_footer_names_the_keys_and_the_panel_says_nothing_is_hidden() 
     async with replaying(two_racers(), FakeClock()) as (_, screen):
         shown = {active.binding.description for active in screen.active_bindings.values()
                  if active.binding.show}
-        assert {"play/pause", "step", "back", "faster", "slower", "start", "end"} <= shown
+        assert {"play/pause", "step", "back", "faster", "slower", "close", "quit"} <= shown
+        assert "Home: the start · End: the end" in screen.position_text
         fog = str(screen.query_one("#fog").render())
         assert fog.startswith("Nothing is hidden in a replay: the race is over")
         verified = str(screen.query_one("#verified").render())
