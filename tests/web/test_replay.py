@@ -76,11 +76,11 @@ async def test_a_race_over_is_replayed_by_keys_and_buttons(
     await expect(where).to_contain_text(f"move 2 of {total}")
     assert sum(await shown_per_tile(page)) == 2
     await page.keyboard.press("+")
-    await expect(where).to_contain_text("paused ×2")
+    await expect(where).to_contain_text("paused x2")
     await page.keyboard.press(" ")
-    await expect(where).to_contain_text("playing ×2")
+    await expect(where).to_contain_text("playing x2")
     await page.locator("button[title='end']").click()
-    await expect(where).to_contain_text(f"paused ×2 · move {total} of {total}")
+    await expect(where).to_contain_text(f"paused x2 · move {total} of {total}")
     # The last frame is the result: every racer's board with all its moves.
     assert await shown_per_tile(page) == [standing.cards_played for standing in standings]
     await expect(page.locator("#leaderboard tbody tr")).to_have_count(2)

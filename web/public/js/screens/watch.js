@@ -186,7 +186,7 @@ function replayView(parts, state) {
     step: h("button", { type: "button", title: "one move on (→)", onclick: () => stepBy(1) }, "step ▶"),
     end: h("button", { type: "button", title: "end", onclick: () => { pause(); show(replay.length, true); } }, "end ▶|"),
     speed: h("select", { title: "speed (+ and -)", onchange: (event) => { speed = Number(event.target.value); where(); } },
-      SPEEDS.map((value, index) => h("option", { value: String(index), selected: index === speed }, `×${value}`))),
+      SPEEDS.map((value, index) => h("option", { value: String(index), selected: index === speed }, `x${value}`))),
     slider: h("input", { type: "range", min: "0", value: "0", "aria-label": "move",
       oninput: (event) => { pause(); show(Number(event.target.value), true); } }),
     where: h("p", { class: "where", id: "replay-where", role: "status" }),
