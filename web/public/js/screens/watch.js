@@ -290,7 +290,7 @@ function replayView(parts, state) {
     controls.play.textContent = playing ? "pause" : "▶ play";
     controls.play.setAttribute("aria-pressed", playing ? "true" : "false");
     const at = playing ? Math.min(position, replay.duration) : replay.timeOf(step);
-    controls.where.textContent = `${playing ? "playing" : "paused"} ×${SPEEDS[speed]} · `
+    controls.where.textContent = `${playing ? "playing" : "paused"} x${SPEEDS[speed]} · `
       + `move ${step} of ${replay.length} · ${raceClock(at)} of ${raceClock(replay.duration)}`;
   }
 
