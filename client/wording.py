@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import socket
 import ssl
+from collections.abc import Sequence
 
 from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
@@ -56,6 +57,24 @@ def as_sentence(text: str) -> str:
     """
     text = text.strip().rstrip(".")
     return text[:1].upper() + text[1:] + "." if text else ""
+
+
+def verdict(seed: str, problems: Sequence[str], against: str) -> str:
+    """The revealed ``seed`` and whether the result held up when checked here, the seed
+    against the commitment ``against`` names and every move replayed (``problems``:
+    what did not add up, none when all did).
+
+    >>> verdict("s1", [], "the record's commitment").splitlines()[1][:48]
+    "✓ verified: the seed matches the record's commit"
+    """
+    if problems:
+        mark = "✗ NOT verified: " + "; ".join(problems)
+    else:
+        mark = (
+            f"✓ verified: the seed matches {against}, and every racer's moves replay to "
+            "the result claimed"
+        )
+    return f"Seed {seed}\n{mark}"
 
 
 def describe_error(error: Error) -> str:

@@ -10,16 +10,15 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from client.race_state import RaceTracker, board_view, rank_progress
 from client.replay import Frame, Replay, ReplayError
 from client.screens.base import ClientScreen
 from client.widgets.leaderboard import Leaderboard
-from client.widgets.tiles import BoardTiles
-from client.wording import plural
+from client.widgets.tiles import BoardTiles, tiled_screen
+from client.wording import plural, verdict
 from protocol.result import verify_result
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
@@ -59,15 +58,8 @@ def speed_text(speed: float) -> str:
 def check_line(replay: Replay) -> str:
     """Whether the record holds up, checked here: its seed against the commitment it
     carries, every racer's moves against the result claimed."""
-    check = verify_result(replay.result)
-    if check.ok:
-        mark = (
-            "✓ verified: the seed matches the record's commitment, and every racer's "
-            "moves replay to the result claimed"
-        )
-    else:
-        mark = "✗ NOT verified: " + "; ".join(check.problems)
-    return f"Seed {replay.result.seed}\n{mark}"
+    problems = verify_result(replay.result).problems
+    return verdict(replay.result.seed, problems, "the record's commitment")
 
 
 def replay_of(tracker: RaceTracker, verdict: str) -> ReplayScreen | str:
@@ -131,16 +123,12 @@ class ReplayScreen(ClientScreen):
         the right."""
         result = self.replay.result
         racers = plural(len(result.racers), "racer")
-        yield Static(Text(f"Replay of race {result.race_id} · {racers}"), id="title")
-        with Horizontal(id="main"):
-            yield BoardTiles(id="tiles")
-            with Vertical(id="side"):
-                yield Leaderboard("Leaderboard", id="leaderboard")
-                yield Static("", id="replay-position")
-                yield Static("", id="fog")
-                yield Static("", id="verified")
-                yield Static("", id="link", markup=False)
-        yield Footer()
+        yield from tiled_screen(
+            Text(f"Replay of race {result.race_id} · {racers}"),
+            Static("", id="replay-position"),
+            Static("", id="fog"),
+            Static("", id="verified"),
+        )
 
     def on_mount(self) -> None:
         """Show the start, and play."""

@@ -15,6 +15,7 @@ from client.screens.base import ClientScreen
 from client.screens.replay import replay_of
 from client.screens.requests import BackToLobby
 from client.widgets.leaderboard import fit_name, ordinal
+from client.wording import verdict
 from engine import LossReason, format_moves
 from protocol import RaceFinished, RacePar, RacerStatus
 
@@ -35,15 +36,8 @@ def verification_line(tracker: RaceTracker) -> str:
     finished = tracker.finished
     if finished is None:
         return ""
-    check = tracker.verify()
-    if check.ok:
-        mark = (
-            "✓ verified: the seed matches the commitment published before the start, and "
-            "every racer's moves replay to the result claimed"
-        )
-    else:
-        mark = "✗ NOT verified: " + "; ".join(check.problems)
-    return f"Seed {finished.seed}\n{mark}"
+    return verdict(finished.seed, tracker.verify().problems,
+                   "the commitment published before the start")
 
 
 def par_text(par: RacePar) -> str:

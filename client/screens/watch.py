@@ -7,8 +7,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from client.race_state import RaceTracker, board_view
 from client.screens.base import ClientScreen
@@ -16,7 +15,7 @@ from client.screens.replay import replay_of
 from client.screens.results import par_line, verification_line
 from client.widgets.cards import FOG
 from client.widgets.leaderboard import Leaderboard
-from client.widgets.tiles import BoardTiles
+from client.widgets.tiles import BoardTiles, tiled_screen
 from client.wording import plural
 from protocol import RacerStatus, RaceState
 
@@ -53,16 +52,9 @@ class WatchScreen(ClientScreen):
 
     def compose(self) -> ComposeResult:
         """Tiles on the left, leaderboard and race facts on the right."""
-        yield Static("Watching", id="title")
-        with Horizontal(id="main"):
-            yield BoardTiles(id="tiles")
-            with Vertical(id="side"):
-                yield Leaderboard("Leaderboard", id="leaderboard")
-                yield Static("", id="fog")
-                yield Static("", id="par")
-                yield Static("", id="verified")
-                yield Static("", id="link", markup=False)
-        yield Footer()
+        yield from tiled_screen(
+            "Watching", Static("", id="fog"), Static("", id="par"), Static("", id="verified")
+        )
 
     def on_mount(self) -> None:
         """Draw what is known."""

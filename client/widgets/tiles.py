@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rich.text import Text
-from textual.containers import Grid, Vertical
+from textual.app import ComposeResult
+from textual.containers import Grid, Horizontal, Vertical
 from textual.events import Resize
-from textual.widgets import Static
+from textual.widget import Widget
+from textual.widgets import Footer, Static
 
 from client.board import BoardView
 from client.widgets.grid import GridView
+from client.widgets.leaderboard import Leaderboard
 from engine import Position
 
 TILE_WIDTH = 20
@@ -49,3 +52,17 @@ class BoardTiles(Grid):
             if tile is not None:
                 tile.show(board)
                 tile.highlight = spot[1] if spot is not None and spot[0] == racer else None
+
+
+def tiled_screen(title: str | Text, *facts: Widget) -> ComposeResult:
+    """The layout of the screens that tile every board (watching, a replay): the title;
+    the tiles, and beside them the leaderboard, the ``facts`` and the link's state; the
+    footer. Call it from a screen's ``compose`` with ``yield from``."""
+    yield Static(title, id="title")
+    with Horizontal(id="main"):
+        yield BoardTiles(id="tiles")
+        with Vertical(id="side"):
+            yield Leaderboard("Leaderboard", id="leaderboard")
+            yield from facts
+            yield Static("", id="link", markup=False)
+    yield Footer()
