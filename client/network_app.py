@@ -49,6 +49,7 @@ from protocol import (
     RaceFinished,
     RaceList,
     RaceOptions,
+    RaceSnapshot,
     RaceState,
     ServerMessage,
     Spectate,
@@ -116,6 +117,11 @@ class NetworkApp(FoursquareApp):
         self.link = _Link()
         self.left_races: set[str] = set()
         """Races this client has left: what still comes about them is not shown."""
+        self.saw_race_on = False
+        """Whether the race watched was seen before its end. One that was not (the server
+        answered with its result alone, or its first snapshot said finished) is replayed
+        when its result comes; one followed live stays on its last boards (``r`` replays
+        it), even when its end came while the connection was down."""
         connection.on_state = self._link_changed
         super().__init__(self._first_screen_for_plan)
 
@@ -243,7 +249,9 @@ class NetworkApp(FoursquareApp):
             return
         if getattr(message, "race", None) in self.left_races:
             return
-        replay = self.plan.watch and isinstance(message, RaceFinished) and self._over_on_arrival()
+        if isinstance(message, RaceSnapshot) and message.state is not RaceState.FINISHED:
+            self.saw_race_on = True
+        replay = self.plan.watch and isinstance(message, RaceFinished) and not self.saw_race_on
         self.tracker.apply(message)
         if replay and isinstance(message, RaceFinished):
             await self._replay(message)
@@ -261,13 +269,6 @@ class NetworkApp(FoursquareApp):
             await self._ensure(NetworkRaceScreen, lambda: NetworkRaceScreen(tracker, self.clock))
         flips = tracker.last_flips if isinstance(message, MovePlaced) else []
         await self._show_race(flips)
-
-    def _over_on_arrival(self) -> bool:
-        """Whether the race watched was over before we watched it: the server answered
-        with its result alone (a race it no longer keeps), or its first snapshot says
-        finished (one that ends while watched is followed live to its end)."""
-        snapshot = self.tracker.snapshot
-        return snapshot is None or snapshot.state is RaceState.FINISHED
 
     async def _replay(self, finished: RaceFinished) -> None:
         """Replay a race that was over before we came to watch it."""

@@ -486,7 +486,8 @@ class Resign:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Spectate:
-    """Watch a race: boards (behind the fog line) and progress."""
+    """Watch a race: boards (behind the fog line) and progress; a race that is over and no
+    longer kept, its stored result alone (to replay it)."""
 
     TYPE: ClassVar[str] = "spectate"
     race: str
