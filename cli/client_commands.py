@@ -58,7 +58,7 @@ def register(subparsers: Subparsers) -> None:
     what.add_argument(
         "--file", metavar="FILE", type=Path,
         help="replay a finished race offline from its result: what 'foursquare result' "
-        "prints, or a 'finished' message saved as JSON ('-' reads standard input)",
+        "prints, or a 'finished' message saved as JSON",
     )
     watch.add_argument("--name", default="spectator", help="your name as a spectator")
     watch.set_defaults(run=run_watch)
@@ -283,6 +283,9 @@ def replay_app(path: Path) -> FoursquareApp | None:
     from client.replay import Replay, ReplayError
     from client.screens.replay import ReplayScreen
 
+    if str(path) == "-":  # the screen reads its keys there
+        print("error: watch --file needs a file, not standard input", file=sys.stderr)
+        return None
     result = read_result_file(path)
     if result is None:
         return None

@@ -255,6 +255,8 @@ async def test_a_record_without_times_says_so() -> None:
 def test_watch_file_refuses_what_is_not_a_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert foursquare(["watch", "--file", "-"]) == 2  # the screen's keys come from there
+    assert "needs a file, not standard input" in capsys.readouterr().err
     junk = tmp_path / "junk.json"
     junk.write_text('{"race": 1}')
     assert foursquare(["watch", "--file", str(junk)]) == 2
