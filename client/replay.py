@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from engine import Game, IllegalMove, Position
+from engine import Game, IllegalMove, Position, Ruleset
 from protocol import PileView, ProgressEntry, RacerBoard, RacerStatus
 from protocol.result import RaceResult, RacerOutcome, RacerResult
 
@@ -81,9 +81,9 @@ class Frame:
 class _RacerReplay:
     """One racer's game, replayed: its board and counts after each of its moves."""
 
-    def __init__(self, entry: RacerResult, seed: str, result: RaceResult) -> None:
+    def __init__(self, entry: RacerResult, seed: str, ruleset: Ruleset) -> None:
         self.entry = entry
-        game = Game.new(seed, result.ruleset)
+        game = Game.new(seed, ruleset)
         self.boards = [_board(entry.racer_id, game)]
         self.counts = [(game.face_up, game.face_down)]
         for index, move in enumerate(entry.moves):
@@ -99,9 +99,10 @@ class _RacerReplay:
         self.end = game
         """The game after every move."""
 
-    def line(self, played: int, at_ms: int, final: bool) -> ProgressEntry:
+    def line(self, played: int, at_ms: int | None, final: bool) -> ProgressEntry:
         """The racer's progress line after ``played`` of its moves, at race time ``at_ms``
-        (``final``: at the end of the replay, where every outcome shows)."""
+        (``None`` when the replay has no times; ``final``: at the end of the replay, where
+        every outcome shows)."""
         entry = self.entry
         face_up, face_down = self.counts[played]
         if not self._over(played, at_ms, final):
@@ -118,7 +119,7 @@ class _RacerReplay:
             reason=self.end.loss_reason,
         )
 
-    def _over(self, played: int, at_ms: int, final: bool) -> bool:
+    def _over(self, played: int, at_ms: int | None, final: bool) -> bool:
         """Whether the racer's game has ended by then: with its last move when play ended
         it; a resignation at its time (when the record has times); anything at the end."""
         entry = self.entry
@@ -130,7 +131,7 @@ class _RacerReplay:
             return True
         return (
             entry.outcome is RacerOutcome.RESIGNED
-            and entry.move_ms is not None
+            and at_ms is not None
             and entry.finish_time is not None
             and at_ms >= round(entry.finish_time * 1000)
         )
@@ -143,7 +144,8 @@ class Replay:
     def __init__(self, result: RaceResult) -> None:
         self.result = result
         self._racers = {
-            entry.racer_id: _RacerReplay(entry, result.seed, result) for entry in result.racers
+            entry.racer_id: _RacerReplay(entry, result.seed, result.ruleset)
+            for entry in result.racers
         }
         self.timed = bool(result.racers) and all(
             entry.move_ms is not None for entry in result.racers
@@ -187,7 +189,7 @@ class Replay:
             at_ms=at_ms,
             boards={racer: replayed.boards[played[racer]]
                     for racer, replayed in self._racers.items()},
-            progress=tuple(replayed.line(played[racer], at_ms, final)
+            progress=tuple(replayed.line(played[racer], at_ms if self.timed else None, final)
                            for racer, replayed in self._racers.items()),
             last=last,
             last_position=(
