@@ -62,8 +62,9 @@ from protocol.messages import (
     millis,
 )
 
-# Importing the players' and the tournament messages also registers them with the
-# codec's tables.
+# Importing the players', the daily and the tournament messages also registers them with
+# the codec's tables.
+from protocol.daily import Daily, DailyResult, DailyRace, GetDaily
 from protocol.players import (
     ClaimName,
     GetLeaderboard,
@@ -104,11 +105,15 @@ __all__ = [
     "CloseCode",
     "CreateRace",
     "CreateTournament",
+    "Daily",
+    "DailyRace",
+    "DailyResult",
     "EntrantState",
     "Error",
     "ErrorCode",
     "ExportTournament",
     "Flip",
+    "GetDaily",
     "GetLeaderboard",
     "GetProfile",
     "Hello",

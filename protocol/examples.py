@@ -50,6 +50,7 @@ from protocol.messages import (
     Standing,
     Welcome,
 )
+from protocol.daily import DAILY_EXAMPLES
 from protocol.players import PLAYER_EXAMPLES
 from protocol.tournament import TOURNAMENT_EXAMPLES
 
@@ -245,4 +246,5 @@ EXAMPLES: dict[str, Message] = {
 
 EXAMPLES.update(TOURNAMENT_EXAMPLES)  # type: ignore[arg-type]
 EXAMPLES.update(PLAYER_EXAMPLES)  # type: ignore[arg-type]
+EXAMPLES.update(DAILY_EXAMPLES)  # type: ignore[arg-type]
 assert sorted(EXAMPLES) == sorted([*CLIENT_MESSAGES, *SERVER_MESSAGES])

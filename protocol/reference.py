@@ -36,6 +36,7 @@ from protocol.messages import (
     ServerInfo,
     Standing,
 )
+from protocol.daily import DAILY_VALUE_TYPES
 from protocol.players import PLAYER_VALUE_TYPES
 from protocol.schema import SCHEMAS, Array, Optional, RulesetSpec, Spec, Struct
 from protocol.tournament import TOURNAMENT_VALUE_TYPES
@@ -56,6 +57,7 @@ VALUE_TYPES: tuple[type[Any], ...] = (
     ServerInfo,
     *TOURNAMENT_VALUE_TYPES,
     *PLAYER_VALUE_TYPES,
+    *DAILY_VALUE_TYPES,
 )
 
 

@@ -124,6 +124,9 @@ class RaceOptions:
     rated: bool = False
     """Whether the result rates its claimed players (quick races are; a host may ask);
     the race itself plays the same either way."""
+    daily: str | None = None
+    """The day (``YYYY-MM-DD``) whose daily deal this room races (:mod:`server.daily`):
+    its result is sealed until the day is revealed. ``None``: not a daily room."""
 
     def __post_init__(self) -> None:
         checks: tuple[tuple[str, float, float, float], ...] = (
@@ -158,6 +161,8 @@ class RaceOptions:
             "progress_interval": self.progress_interval,
             "reconnect_grace": self.reconnect_grace,
             "rated": self.rated,
+            # Only a daily room says so: every other race's record stays as it was.
+            **({"daily": self.daily} if self.daily is not None else {}),
         }
 
     @classmethod
