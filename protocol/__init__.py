@@ -15,6 +15,10 @@ protocol.errors.ProtocolError: unknown message type 'bye'
 """
 
 from protocol.codec import decode_client, decode_server, encode, encode_wire
+
+# Importing the players', the daily and the tournament messages also registers them with
+# the codec's tables.
+from protocol.daily import Daily, DailyRace, DailyResult, GetDaily
 from protocol.errors import CloseCode, ErrorCode, ProtocolError
 from protocol.limits import PROTOCOL_VERSION, Limits
 from protocol.messages import (
@@ -61,10 +65,6 @@ from protocol.messages import (
     Welcome,
     millis,
 )
-
-# Importing the players', the daily and the tournament messages also registers them with
-# the codec's tables.
-from protocol.daily import Daily, DailyResult, DailyRace, GetDaily
 from protocol.players import (
     ClaimName,
     GetLeaderboard,

@@ -294,7 +294,7 @@ DAILY_EXAMPLES: dict[str, DailyClientMessage | DailyServerMessage] = {
                 DailyEntry(place=1, player="u-3c9e1f0a7b2d", name="Ann", bot=False,
                            status=RacerStatus.WON, score=7, cards_played=33, face_up=16,
                            face_down=0, finish_ms=212_480, race="D4W7KQ2M",
-                           moves=(Position(0, 0), Position(0, 1), Position(-1, 1))),
+                           moves=((0, 0), (0, 1), (-1, 1))),
             ),
             you=None,
             reply_to=22,

@@ -7,6 +7,7 @@ True
 from __future__ import annotations
 
 from engine import Flipped, Game, LossReason, Ruleset
+from protocol.daily import DAILY_EXAMPLES
 from protocol.errors import ErrorCode
 from protocol.limits import PROTOCOL_VERSION
 from protocol.messages import (
@@ -50,7 +51,6 @@ from protocol.messages import (
     Standing,
     Welcome,
 )
-from protocol.daily import DAILY_EXAMPLES
 from protocol.players import PLAYER_EXAMPLES
 from protocol.tournament import TOURNAMENT_EXAMPLES
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.codec import encode_wire
+from protocol.daily import DAILY_VALUE_TYPES
 from protocol.errors import CloseCode, ErrorCode
 from protocol.examples import EXAMPLES
 from protocol.limits import Limits
@@ -36,7 +37,6 @@ from protocol.messages import (
     ServerInfo,
     Standing,
 )
-from protocol.daily import DAILY_VALUE_TYPES
 from protocol.players import PLAYER_VALUE_TYPES
 from protocol.schema import SCHEMAS, Array, Optional, RulesetSpec, Spec, Struct
 from protocol.tournament import TOURNAMENT_VALUE_TYPES

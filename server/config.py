@@ -207,6 +207,13 @@ class ServerConfig:
     """Winnable seeds of the default ruleset kept found ahead of time (refilled in the
     background, idle when full), so that an ordinary winnable race never waits for a
     search; 0 keeps none."""
+    daily_countdown: float = 15.0
+    """Seconds a daily room counts down from its first racer: whoever asks for the day's
+    deal meanwhile races in the same room (up to ``quick_max_racers``), after it the next
+    asker opens the next room. The day's reveal waits for this and ``time_limit`` after
+    midnight (:func:`server.daily.reveal_at`)."""
+    daily_tick: float = 60.0
+    """Seconds between two looks for a revealed day whose par was never searched for."""
     hopeless_ruleset_seconds: float = 600.0
     """Seconds a ruleset whose search for a winnable deal ran out of budget is refused up
     front with ``no_winnable_deal``, without searching again."""

@@ -23,6 +23,7 @@ import datetime
 from dataclasses import dataclass
 
 from engine import Ruleset
+from server.config import ServerConfig
 from server.race import RECONNECT_GRACE, RaceOptions
 
 _UTC = datetime.UTC
@@ -85,6 +86,18 @@ class DailyRules:
             rated=False,
             daily=day,
         )
+
+
+def daily_rules(config: ServerConfig) -> DailyRules:
+    """The daily rooms of a server with ``config``: its quick races' limits, and the
+    daily countdown."""
+    return DailyRules(
+        countdown=config.daily_countdown,
+        time_limit=config.time_limit,
+        max_racers=config.quick_max_racers,
+        progress_interval=config.progress_interval,
+        reconnect_grace=config.reconnect_grace,
+    )
 
 
 def reveal_at(day: str, rules: DailyRules) -> float:

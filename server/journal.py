@@ -80,6 +80,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol import Role
 from protocol.result import RaceResult
+from server.daily_store import SQLITE_SCHEMA as DAILY_SCHEMA
 from server.journal_file import (
     MARK_SCHEMA,
     JournalRefused,
@@ -94,7 +95,6 @@ from server.journal_file import (
 )
 from server.journal_file import SCHEMA_VERSION as SCHEMA_VERSION  # part of this API
 from server.logs import failure, log_event
-from server.daily_store import SQLITE_SCHEMA as DAILY_SCHEMA
 from server.player_store import SQLITE_SCHEMA as PLAYER_SCHEMA
 from server.player_store import Job, JobFactory
 from server.race import (

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from protocol.result import RaceResult
+from server.daily_store import POSTGRES_SCHEMA as DAILY_SCHEMA
 from server.journal import (
     PLAYER_BY_TOKEN_QUERY,
     PLAYERS_QUERY,
@@ -61,7 +62,6 @@ from server.journal import (
 )
 from server.journal_file import JournalRefused
 from server.logs import failure, log_event
-from server.daily_store import POSTGRES_SCHEMA as DAILY_SCHEMA
 from server.player_store import POSTGRES_SCHEMA as PLAYER_SCHEMA
 from server.player_store import Job, JobFactory
 from server.store import (
