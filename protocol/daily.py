@@ -44,6 +44,7 @@ from protocol.messages import (
     RacerStatus,
     Standing,
 )
+from protocol.result import RaceResult, RacerOutcome, RacerResult
 from protocol.schema import (
     Array,
     Bool,
@@ -210,6 +211,39 @@ class Daily:
     """Your own result this day (a claimed player's, or this session's as a guest), if
     you raced and your room has finished."""
     reply_to: int | None = None
+
+    def to_result(self) -> RaceResult:
+        """The lines of this page as one verifiable record (``protocol.result
+        .verify_result`` re-deals the revealed seed, checks it against the commitment,
+        replays every line's moves to its outcome and counts, and checks their order).
+        Each line's racer id is its player's id, which is how the board orders ties.
+
+        Raises ``ValueError`` before the reveal (no seed), or for a line that is not a
+        finished game's.
+        """
+        if self.seed is None:
+            raise ValueError(f"the daily deal of {self.day} is not revealed yet")
+        return RaceResult(
+            race_id=f"daily-{self.day}",
+            seed=self.seed,
+            commitment=self.commitment,
+            ruleset=self.ruleset,
+            racers=tuple(
+                RacerResult(
+                    racer_id=entry.player or entry.name,
+                    name=entry.name,
+                    bot=entry.bot,
+                    outcome=RacerOutcome(entry.status.value),
+                    score=entry.score,
+                    finish_time=None if entry.finish_ms is None else entry.finish_ms / 1000,
+                    cards_played=entry.cards_played,
+                    face_up=entry.face_up,
+                    face_down=entry.face_down,
+                    moves=entry.moves,
+                )
+                for entry in self.entries
+            ),
+        )
 
 
 register(
