@@ -25,8 +25,8 @@ from protocol import (
     Ok,
     Place,
     RaceFinished,
-    RaceSnapshot,
     RacerStatus,
+    RaceSnapshot,
     RaceState,
     Spectate,
 )

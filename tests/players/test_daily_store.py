@@ -90,9 +90,11 @@ async def test_the_store_itself_refuses_a_second_attempt(store: Store, db: str) 
             with pytest.raises(psycopg.errors.UniqueViolation):
                 await connection.execute(insert)
     else:
-        with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as connection:
-            with pytest.raises(sqlite3.IntegrityError):
-                connection.execute(insert)
+        with (
+            contextlib.closing(sqlite3.connect(db, isolation_level=None)) as connection,
+            pytest.raises(sqlite3.IntegrityError),
+        ):
+            connection.execute(insert)
 
 
 async def test_two_nodes_taking_the_same_attempt_at_once_get_one(
