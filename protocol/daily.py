@@ -119,6 +119,7 @@ class DailyPar:
     proven: bool
     """Whether ``score`` is proven the best possible."""
     cards_used: int | None = None
+    """How many cards the par line places (``None`` when no winning line was found)."""
     at_most: int | None = None
     """When not ``proven``: the best score any line could reach, proven."""
 
@@ -149,6 +150,7 @@ class GetDaily:
     offset: int = 0
     """Lines to skip (the page starts at place ``offset + 1``)."""
     limit: int = 20
+    """The most lines to send (at most 100)."""
     id: int | None = None
 
 
@@ -174,6 +176,7 @@ class DailyResult:
     TYPE: ClassVar[str] = "daily_result"
     race: str
     day: str
+    """The day whose deal the room raced."""
     commitment: str
     """The day's commitment, as the race's snapshot had it."""
     reveal_at: int
@@ -181,7 +184,9 @@ class DailyResult:
     standings: tuple[Standing, ...]
     """The room's standings, best first, each with ``moves`` empty."""
     started_at: int
+    """Server time (ms) when the room started."""
     ended_at: int
+    """Server time (ms) when the room ended."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,6 +196,7 @@ class Daily:
 
     TYPE: ClassVar[str] = "daily"
     day: str
+    """The UTC date of the board (today's when ``get_daily`` named none)."""
     commitment: str
     """``engine.commitment(seed)``: published from the day's first request on."""
     ruleset: Ruleset
@@ -198,15 +204,19 @@ class Daily:
     """Server time (ms) of the reveal: the day's end, plus its last room's countdown and
     time limit, so that no room of the day is still racing."""
     revealed: bool
+    """Whether ``reveal_at`` has passed: the seed, the moves and the par are sent."""
     seed: str | None = None
     """The day's seed, once revealed (``None`` before)."""
     par: DailyPar | None = None
     """The deal's par, once revealed and searched for (``None`` before)."""
     bots: bool
+    """Whether bots' lines are on this board (as asked)."""
     offset: int
+    """The page's first line is at place ``offset + 1``."""
     total: int
     """Lines on the whole board (claimed players' results; for paging)."""
     entries: tuple[DailyEntry, ...]
+    """The page's lines, best first by the standings rule (ties by player id)."""
     you: DailyEntry | None = None
     """Your own result this day (a claimed player's, or this session's as a guest), if
     you raced and your room has finished."""
@@ -292,7 +302,9 @@ SERVER_MESSAGES.update(DAILY_SERVER_MESSAGES)  # type: ignore[arg-type]
 #: Value types the messages above nest, in the order ``docs/protocol.md`` lists them.
 DAILY_VALUE_TYPES: tuple[type, ...] = (DailyEntry, DailyPar)
 
-_COMMITMENT = "5b0e4c1f9d2a7e63c8f14a0b9e2d7c6f1a3b5d8e0f2c4a6b8d0e1f3a5c7e9b2d"
+#: The examples' day 2026-12-01: its seed (revealed) and its commitment.
+_SEED = "3f9a1c7e5b2d8f604a1e9c3b7d5f2a8e6c4b0d9f1e3a5c7b"
+_COMMITMENT = "1624af67d06be464a55f28e015907fde47b5ff0f994c2a2b4f0412d6a06a5dbd"
 
 #: One example of every daily message, by wire type (``protocol.examples`` adds them).
 DAILY_EXAMPLES: dict[str, DailyClientMessage | DailyServerMessage] = {
@@ -302,24 +314,24 @@ DAILY_EXAMPLES: dict[str, DailyClientMessage | DailyServerMessage] = {
         GetDaily(day="2026-12-01", bots=False, offset=0, limit=20, id=22),
         DailyResult(
             race="D4W7KQ2M",
-            day="2026-12-02",
+            day="2026-12-01",
             commitment=_COMMITMENT,
-            reveal_at=1_764_721_815_000,
+            reveal_at=1_796_170_215_000,
             standings=(
                 Standing(place=1, racer="p-1a2b3c", name="Ann", bot=False,
                          status=RacerStatus.WON, score=7, cards_played=33, face_up=16,
                          face_down=0, finish_ms=212_480, moves=()),
             ),
-            started_at=1_764_670_000_000,
-            ended_at=1_764_670_212_480,
+            started_at=1_796_220_180_000 - 86_400_000,
+            ended_at=1_796_220_180_000 - 86_400_000 + 212_480,
         ),
         Daily(
             day="2026-12-01",
             commitment=_COMMITMENT,
             ruleset=Ruleset(),
-            reveal_at=1_764_635_415_000,
+            reveal_at=1_796_170_215_000,
             revealed=True,
-            seed="d41d8cd98f00b204e9800998ecf8427e5a1c",
+            seed=_SEED,
             par=DailyPar(score=9, proven=True, cards_used=31, at_most=9),
             bots=False,
             offset=0,
