@@ -276,7 +276,10 @@ class NetworkApp(FoursquareApp):
                 self.main_screen.show_races(list(message.races))
             return
         if isinstance(message, Ok):
-            if message.in_reply_to == "leave_race" and not self.plan.watch:
+            # (A room left for the daily boards stays left for them.)
+            if message.in_reply_to == "leave_race" and not self.plan.watch and not isinstance(
+                self.main_screen, DailyBoardScreen
+            ):
                 await self._return_to_lobby()
             return
         if getattr(message, "race", None) in self.left_races:
