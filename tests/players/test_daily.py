@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from engine import commitment
 from protocol import (
     CardToPlace,
@@ -91,7 +92,7 @@ async def race_to_the_end(client: WireClient, race: str) -> DailyResult:
 
 
 async def test_the_daily_deal_is_committed_raced_once_sealed_then_revealed_and_verified(
-    live: LiveServer, clock: Clock
+    live: LiveServer, clock: Clock, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ann, key = await claimed_key(live.url, "Ann")
     today = await ask_daily(ann)
@@ -156,6 +157,13 @@ async def test_the_daily_deal_is_committed_raced_once_sealed_then_revealed_and_v
     assert revealed.you is not None and revealed.you.place == 1
     checked = verify_result(revealed.to_result())
     assert checked.ok, checked
+    # The command line reads the whole board, checks it, and writes it for `verify`.
+    exported = tmp_path / "daily.json"
+    argv = ["daily", "--server", live.url, "--day", "2026-12-01", "--export", str(exported)]
+    assert await asyncio.to_thread(main, argv) == 0
+    assert await asyncio.to_thread(main, ["verify", str(exported)]) == 0
+    printed = capsys.readouterr().out
+    assert f"Seed {revealed.seed}" in printed and "✓ verified" in printed
     # The par follows, searched for off the move path once the day is revealed.
     deadline = asyncio.get_running_loop().time() + 6 * TIMEOUT
     while revealed.par is None:
