@@ -42,13 +42,13 @@ class DailyDesk:
         if parse_day(day) is None or day > today:
             raise refusal(ErrorCode.DAY_NOT_FOUND,
                           f"there is no daily deal of {show(day)} (today is {today})", message)
-        deal: DailyDeal | None
-        if day == today:  # dealt now if nobody asked before: its commitment is public
+        deal: DailyDeal | None = await self._players.job(
+            functools.partial(read_deal, day), message
+        )
+        if deal is None and day == today:  # dealt now: its commitment is public from here
             deal = await self._players.job(functools.partial(
                 deal_of_day, day, self._config.seed_source(), self._rules.ruleset, now,
             ), message, writes=True)
-        else:
-            deal = await self._players.job(functools.partial(read_deal, day), message)
         if deal is None:
             raise refusal(ErrorCode.DAY_NOT_FOUND,
                           f"no daily deal was dealt on {day}", message)

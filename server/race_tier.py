@@ -111,8 +111,6 @@ class RaceTier:
         self.lobby = Lobby(self._quick_options())
         self.daily: DailyRules = daily_rules(config)
         """How the daily deal's rooms are raced."""
-        self._daily_pars: set[str] = set()
-        """Revealed days whose par is being searched for now."""
         self._daily_clock: asyncio.Task[None] | None = None
         self._present: set[str] = set()
         """Sessions that have a connection now (for racers' ``connected`` flags)."""
@@ -203,6 +201,8 @@ class RaceTier:
     def stop(self) -> None:
         """Send nothing more, and stop every clock."""
         self.stopping = True
+        if self._daily_clock is not None:
+            self._daily_clock.cancel()
         for host in self.hosts.values():
             host.stop()
         self._outbox.close()
@@ -821,11 +821,13 @@ class RaceTier:
                 deal = await self.journal.run(
                     functools.partial(deal_wanting_par, latest), writes=False
                 )
-            except (StoreError, JournalRefused) as error:
+            except (StoreError, JournalRefused, RuntimeError) as error:  # (closed: stopping)
                 log_event("daily_error", logging.ERROR, error=failure(error))
                 deal = None
-            if deal is not None and deal.day not in self._daily_pars:
-                self._daily_pars.add(deal.day)
+            if deal is not None:
+                # Asked again at every tick until its par is kept: a search that failed or
+                # was dropped from a full queue is tried again (one waiting for its turn
+                # only gains a listener).
                 self.pars.want((deal.seed, deal.ruleset), _DailyPar(self, deal.day))
             await asyncio.sleep(self.config.daily_tick)
 
@@ -838,8 +840,6 @@ class RaceTier:
                 await self.journal.run(functools.partial(keep_par, day, found), writes=True)
             except (StoreError, JournalRefused, RuntimeError) as error:
                 log_event("daily_error", logging.ERROR, day=day, error=failure(error))
-            finally:
-                self._daily_pars.discard(day)
 
         self._background(keep())
 
