@@ -58,6 +58,9 @@ LINES_SWEPT_PER_FLUSH = 100
 #: (``ServerConfig.reconnect_grace``) is this one.
 RECONNECT_GRACE = 60.0
 
+#: The longest countdown a race may have, in seconds.
+MAX_COUNTDOWN = 60.0
+
 #: Where races get their seeds; tests inject a fixed one.
 SeedSource = Callable[[], str]
 
@@ -133,7 +136,7 @@ class RaceOptions:
             ("max_racers", self.max_racers, 1, 1000),
             ("min_racers", self.min_racers, 1, self.max_racers),
             ("time_limit", self.time_limit, 1, 86400),
-            ("countdown", self.countdown, 0, 60),
+            ("countdown", self.countdown, 0, MAX_COUNTDOWN),
             ("progress_interval", self.progress_interval, 0, 10),
             ("reconnect_grace", self.reconnect_grace, 0, 3600),
         )
