@@ -78,13 +78,15 @@ async def ask_daily(client: WireClient, day: str | None = None) -> Daily | Error
             return message
 
 
-async def race_to_the_end(client: WireClient, race: str) -> DailyResult:
-    """Place each card on its first target until the room's result comes."""
+async def race_to_the_end(client: WireClient, race: str, pace: float = 0.0) -> DailyResult:
+    """Place each card on its first target (``pace`` seconds apart, to stay within a
+    server's rate limit) until the room's result comes."""
     while True:
         message = await client.receive()
         assert not isinstance(message, RaceFinished), "a daily room's seed left before the day"
         if isinstance(message, CardToPlace):
             row, col = message.targets[0]
+            await asyncio.sleep(pace)
             await client.send(Place(race=race, move=message.move, row=row, col=col,
                                     id=client.next_id()))
         elif isinstance(message, DailyResult):
