@@ -1,6 +1,7 @@
-"""The daily deal's calendar and rooms, pure: which day it is, when a day is revealed, and
-the options of a day's rooms. No I/O and no clock of its own: "now" is always given
-(the server's injected clock, ``ServerConfig.clock``), so tests cross midnight at will.
+"""The daily deal's calendar, pure: which day it is, when a day is revealed, and how the
+day's rooms are raced (the race tier makes their options). No I/O and no clock of its
+own: "now" is always given (the server's injected clock, ``ServerConfig.clock``), so
+tests cross midnight at will.
 
 A day is a UTC date. Its deal is a random seed drawn at the day's first request (never
 derived from the date) and kept in the store with its commitment
@@ -10,7 +11,7 @@ down and race for its countdown and time limit after that, so the day is **revea
 
 >>> day_of(1_764_633_600.0)  # 2025-12-02 00:00:00 UTC
 '2025-12-02'
->>> rules = DailyRules(countdown=15.0, time_limit=600.0, max_racers=8)
+>>> rules = DailyRules(countdown=15.0, time_limit=600.0)
 >>> reveal_at("2025-12-01", rules) - day_start("2025-12-02")
 615.0
 >>> is_revealed("2025-12-01", 1_764_633_600.0 + 614, rules)
@@ -24,7 +25,6 @@ from dataclasses import dataclass
 
 from engine import Ruleset
 from server.config import ServerConfig
-from server.race import RECONNECT_GRACE, RaceOptions
 
 _UTC = datetime.UTC
 
@@ -55,49 +55,20 @@ def day_before(day: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class DailyRules:
-    """How the day's rooms are raced (from ``ServerConfig``): each rule in one place."""
+    """What the calendar needs of how the day's rooms are raced (from ``ServerConfig``)."""
 
     countdown: float
     """Seconds a room counts down from its first racer; whoever asks for the daily
     meanwhile races in it too."""
     time_limit: float
-    max_racers: int
-    progress_interval: float = 0.1
-    reconnect_grace: float = RECONNECT_GRACE
     ruleset: Ruleset = Ruleset()
     """The published game's rules: the day's deal is one pool for everyone."""
 
-    def options(self, day: str) -> RaceOptions:
-        """The options of ``day``'s rooms: one racer is enough (a room starts after its
-        countdown whoever came), not listed, no spectators (a spectator of a finished
-        room would see every card its racers drew), unrated (the day has its own board),
-        and marked with their day, which seals their result until the reveal."""
-        return RaceOptions(
-            max_racers=self.max_racers,
-            min_racers=1,
-            time_limit=self.time_limit,
-            ruleset=self.ruleset,
-            spectators=False,
-            public=False,
-            auto_start=True,
-            countdown=self.countdown,
-            progress_interval=self.progress_interval,
-            reconnect_grace=self.reconnect_grace,
-            rated=False,
-            daily=day,
-        )
-
 
 def daily_rules(config: ServerConfig) -> DailyRules:
-    """The daily rooms of a server with ``config``: its quick races' limits, and the
-    daily countdown."""
-    return DailyRules(
-        countdown=config.daily_countdown,
-        time_limit=config.time_limit,
-        max_racers=config.quick_max_racers,
-        progress_interval=config.progress_interval,
-        reconnect_grace=config.reconnect_grace,
-    )
+    """The daily rooms of a server with ``config``: the daily countdown and the quick
+    races' time limit."""
+    return DailyRules(countdown=config.daily_countdown, time_limit=config.time_limit)
 
 
 def reveal_at(day: str, rules: DailyRules) -> float:

@@ -768,7 +768,7 @@ class RaceTier:
         try:
             self._check_free_to_join(caller)  # still true: this connection waited for us
             for event in self.lobby.apply(
-                lobbies.DailyRace(caller.session_id, self.daily.options(day))
+                lobbies.DailyRace(caller.session_id, self._daily_options(day))
             ):
                 if isinstance(event, lobbies.RaceToOpen):
                     self.open_race(event.options, seed=deal.seed, race_id=event.race_id)
@@ -778,6 +778,27 @@ class RaceTier:
             self._background(self._release(day, caller.session_id))
             raise
         log_event("daily_attempt", day=day, session=caller.session_id, player=caller.player)
+
+    def _daily_options(self, day: str) -> core.RaceOptions:
+        """The options of ``day``'s rooms: one racer is enough (a room starts after its
+        countdown whoever came), not listed, no spectators (a spectator of a finished
+        room would see every card its racers drew), unrated (the day has its own board),
+        and marked with their day, which seals their result until the reveal."""
+        rules, config = self.daily, self.config
+        return core.RaceOptions(
+            max_racers=config.quick_max_racers,
+            min_racers=1,
+            time_limit=rules.time_limit,
+            ruleset=rules.ruleset,
+            spectators=False,
+            public=False,
+            auto_start=True,
+            countdown=rules.countdown,
+            progress_interval=config.progress_interval,
+            reconnect_grace=config.reconnect_grace,
+            rated=False,
+            daily=day,
+        )
 
     async def _daily_job(self, job: Any) -> Any:
         """Run a writing job of :mod:`server.daily_store`; a store that cannot run it now
