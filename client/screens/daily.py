@@ -13,21 +13,14 @@ from textual.widgets import DataTable, Footer, Label, Static
 
 from client.screens.base import ClientScreen
 from client.screens.requests import BackToLobby, ServerRequest, ShowDailyBoard
-from client.screens.results import RACER_COLUMN, par_text
+from client.screens.results import RACER_COLUMN, RESULT_WORDS, par_text
 from client.widgets.leaderboard import fit_name
-from protocol import RacePar, RacerStatus
+from protocol import RacePar
 from protocol.daily import Daily, DailyEntry, DailyResult, GetDaily
 from protocol.result import verify_result
 
 #: Lines of each day's board the screen asks for.
 BOARD_LINES = 20
-
-_OUTCOME_WORDS = {
-    RacerStatus.WON: "won",
-    RacerStatus.LOST: "lost",
-    RacerStatus.RESIGNED: "resigned",
-    RacerStatus.TIMED_OUT: "out of time",
-}
 
 
 def utc_time(ms: int) -> str:
@@ -81,7 +74,7 @@ def entry_row(entry: DailyEntry) -> tuple[str, ...]:
     place = "-" if entry.place is None else str(entry.place)
     name = fit_name(entry.name, " [bot]" if entry.bot else "", RACER_COLUMN)
     score = "" if entry.score is None else str(entry.score)
-    return (place, name, _OUTCOME_WORDS.get(entry.status, entry.status.value), score,
+    return (place, name, RESULT_WORDS.get(entry.status, entry.status.value), score,
             str(entry.cards_played), str(entry.face_up), time_text(entry.finish_ms))
 
 
@@ -144,7 +137,7 @@ class DailyBoardScreen(ClientScreen):
         if daily.you is not None:
             you = daily.you
             place = "not ranked (a guest)" if you.place is None else f"place {you.place}"
-            summary += f"\nYou: {_OUTCOME_WORDS.get(you.status, you.status.value)}, {place}"
+            summary += f"\nYou: {RESULT_WORDS.get(you.status, you.status.value)}, {place}"
         self.query_one(f"#{which}-summary", Static).update(summary)
         table = self.query_one(f"#{which}-lines", DataTable)
         table.clear()
@@ -194,7 +187,7 @@ class DailyResultScreen(ClientScreen):
         for line in self.result.standings:
             table.add_row(
                 str(line.place), fit_name(line.name, " [bot]" if line.bot else "", RACER_COLUMN),
-                _OUTCOME_WORDS.get(line.status, line.status.value),
+                RESULT_WORDS.get(line.status, line.status.value),
                 "" if line.score is None else str(line.score), str(line.cards_played),
                 str(line.face_up), time_text(line.finish_ms),
             )
