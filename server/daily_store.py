@@ -204,7 +204,12 @@ def take_attempt(
     now: float,
 ) -> Generator[Statement, list[Row], bool]:
     """Take ``entrant``'s attempt at ``day``'s deal: ``False`` if it has one already
-    (the key ``(day, entrant)`` refuses a second row, on whichever node it is tried)."""
+    (the key ``(day, entrant)`` refuses a second row, on whichever node it is tried), or
+    if the session ``session_id`` took one as another entrant (a guest who has raced and
+    then claims a name has seen the deal)."""
+    if (yield ("SELECT 1 FROM daily_attempts WHERE day = ? AND session_id = ? LIMIT 1",
+               (day, session_id))):
+        return False
     rows = yield (
         "INSERT INTO daily_attempts (day, entrant, session_id, player_id, name, bot, taken_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (day, entrant) DO NOTHING RETURNING entrant",

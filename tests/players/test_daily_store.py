@@ -75,6 +75,8 @@ async def test_an_attempt_is_once_a_day_per_player_and_once_per_session_for_a_gu
     assert await take(store, "guest:s-3", "s-3")
     assert not await take(store, "guest:s-3", "s-3")
     assert await take(store, "guest:s-4", "s-4")
+    # A guest who raced, then claimed a name on the same session, has seen the deal.
+    assert not await take(store, "u-cy", "s-4", player="u-cy")
 
 
 async def test_the_store_itself_refuses_a_second_attempt(store: Store, db: str) -> None:
