@@ -93,6 +93,23 @@ async def race_to_the_end(client: WireClient, race: str, pace: float = 0.0) -> D
             return message
 
 
+async def daily_race_once_given_back(client: WireClient) -> RaceSnapshot:
+    """Ask for the daily until the attempt given back (off the move path: the next
+    request may come first, and get ``daily_done``) is taken again."""
+    deadline = asyncio.get_running_loop().time() + TIMEOUT
+    while True:
+        request = client.next_id()
+        await client.send(DailyRace(id=request))
+        answer = await client.receive()
+        while not (isinstance(answer, RaceSnapshot | Error) and answer.reply_to == request):
+            answer = await client.receive()
+        if isinstance(answer, RaceSnapshot):
+            return answer
+        assert answer.code is ErrorCode.DAILY_DONE
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.1)
+
+
 async def test_the_daily_deal_is_committed_raced_once_sealed_then_revealed_and_verified(
     live: LiveServer, clock: Clock, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -193,18 +210,26 @@ async def test_leaving_a_daily_room_before_its_start_gives_the_attempt_back(
     assert room.state in (RaceState.LOBBY, RaceState.COUNTDOWN)
     await ann.send(LeaveRace(race=room.race, id=11))
     await ann.expect(Ok, reply_to=11)
-    # Given back off the move path: the next request may come first.
-    deadline = asyncio.get_running_loop().time() + TIMEOUT
-    while True:
-        await ann.send(DailyRace(id=12))
-        answer = await ann.receive()
-        while not (isinstance(answer, RaceSnapshot | Error) and answer.reply_to == 12):
-            answer = await ann.receive()
-        if isinstance(answer, RaceSnapshot):
-            break
-        assert answer.code is ErrorCode.DAILY_DONE
-        assert asyncio.get_running_loop().time() < deadline
-        await asyncio.sleep(0.1)
-    result = await race_to_the_end(ann, answer.race)
+    again = await daily_race_once_given_back(ann)
+    result = await race_to_the_end(ann, again.race)
     assert result.standings[0].status in (RacerStatus.WON, RacerStatus.LOST)
     await ann.close()
+
+
+async def test_a_racer_whose_connection_drops_before_the_start_gets_its_attempt_back(
+    db: str, tmp_path: Path, clock: Clock
+) -> None:
+    config = dataclasses.replace(
+        fast_config(tmp_path / "journal.db"), db=db, clock=clock, daily_countdown=30.0,
+    )
+    async with start_live_server(config) as live:
+        ann, key = await claimed_key(live.url, "Ann")
+        await ann.send(DailyRace(id=10))
+        room = await ann.expect(RaceSnapshot, reply_to=10)
+        assert room.state is RaceState.COUNTDOWN  # no card dealt: 30 s to go
+        await ann.close()
+        back, _ = await hello(live.url, name="Ann", player_key=key.key)
+        assert back is not None
+        again = await daily_race_once_given_back(back)
+        assert again.commitment == room.commitment
+        await back.close()
