@@ -33,6 +33,8 @@ def register(subparsers: Subparsers) -> None:
     )
     start = play.add_mutually_exclusive_group()
     start.add_argument("--quick", action="store_true", help="join a public race at once")
+    start.add_argument("--daily", action="store_true",
+                       help="race today's daily deal (once a day: see foursquare daily)")
     start.add_argument("--race", metavar="CODE", help="join the race with this code")
     start.add_argument("--create", action="store_true", help="open a private race")
     start.add_argument(
@@ -228,6 +230,8 @@ def play_app(args: argparse.Namespace) -> FoursquareApp | None:
         return TournamentApp(connection, args.tournament, playing=True)
     if args.quick:
         plan = Plan.quick()
+    elif args.daily:
+        plan = Plan.daily()
     elif args.race:
         plan = Plan.join(args.race)
     elif args.create:

@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "cli.game_commands",
     "cli.client_commands",
     "cli.player_commands",
+    "cli.daily_commands",
     "cli.server_commands",
     "cli.tournament_commands",
     "cli.analysis_commands",

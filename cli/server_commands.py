@@ -141,6 +141,11 @@ def register(subparsers: Subparsers) -> None:
         "happening in it (default 86400: a day)",
     )
     serve_parser.add_argument(
+        "--daily-countdown", type=float, metavar="SECONDS",
+        help="a daily room's countdown from its first racer; whoever asks for the daily "
+        "meanwhile races in it (default 15)",
+    )
+    serve_parser.add_argument(
         "--tls-cert", metavar="FILE",
         help="PEM certificate chain: serve wss:// (and https:// for /healthz and /metrics); "
         "needs --tls-key",
@@ -228,6 +233,7 @@ def run_serve(args: argparse.Namespace) -> int:
             max_open_tournaments=args.max_tournaments,
             tournaments_per_session=args.tournaments_per_session,
             tournament_idle_expiry=args.tournament_expiry,
+            daily_countdown=args.daily_countdown,
             trusted_proxies=args.trusted_proxy,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,

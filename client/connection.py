@@ -38,6 +38,7 @@ from protocol import (
     decode_server,
     encode,
 )
+from protocol.daily import DailyClientMessage
 from protocol.players import PlayerClientMessage
 from protocol.tournament import TournamentClientMessage
 
@@ -303,7 +304,9 @@ class Connection:
         return port
 
     async def send(
-        self, message: ClientMessage | TournamentClientMessage | PlayerClientMessage
+        self,
+        message: ClientMessage | TournamentClientMessage | PlayerClientMessage
+        | DailyClientMessage,
     ) -> bool:
         """Send ``message`` if the link is up; ``False`` if it could not be sent now."""
         socket = self._socket

@@ -22,13 +22,14 @@ from client.connection import Connection, ConnectionFailed, LinkState
 from client.race_state import RaceTracker
 from client.replay import Replay, ReplayError
 from client.saved_session import SavedSession, SessionStore
+from client.screens.daily import DailyBoardScreen, DailyResultScreen
 from client.screens.failure import FailureScreen
 from client.screens.lobby import LobbyScreen
 from client.screens.name import NameChosen, NameScreen
 from client.screens.network_race import NetworkRaceScreen
 from client.screens.race import Clock
 from client.screens.replay import ReplayScreen
-from client.screens.requests import BackToLobby, ServerRequest
+from client.screens.requests import BackToLobby, Request, ServerRequest, ShowDailyBoard
 from client.screens.results import ResultsScreen
 from client.screens.waiting import WaitingScreen
 from client.screens.watch import WatchScreen
@@ -55,6 +56,7 @@ from protocol import (
     Spectate,
     Welcome,
 )
+from protocol.daily import Daily, DailyClientMessage, DailyRace
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +66,18 @@ class Plan:
     ``watch`` makes the app a spectator's; with no request the player gets the lobby.
     """
 
-    request: ClientMessage | None = None
+    request: ClientMessage | DailyClientMessage | None = None
     watch: bool = False
 
     @classmethod
     def quick(cls) -> Plan:
         """Join (or open) a public race at once."""
         return cls(QuickRace())
+
+    @classmethod
+    def daily(cls) -> Plan:
+        """Race today's daily deal at once."""
+        return cls(DailyRace())
 
     @classmethod
     def create(cls, options: RaceOptions | None = None) -> Plan:
@@ -122,6 +129,9 @@ class NetworkApp(FoursquareApp):
         answered with its result alone, or its first snapshot said finished) is replayed
         when its result comes; one followed live stays on its last boards (``r`` replays
         it), even when its end came while the connection was down."""
+        self._asked_daily = False
+        """A ``daily_race`` is sent and not yet answered: the race that answers it is a
+        daily room."""
         connection.on_state = self._link_changed
         super().__init__(self._first_screen_for_plan)
 
@@ -185,7 +195,7 @@ class NetworkApp(FoursquareApp):
 
     async def on_server_request(self, event: ServerRequest) -> None:
         """A screen wants something sent."""
-        sent = await self.connection.send(event.request)
+        sent = await self._send(event.request)
         if not sent and isinstance(event.request, ListRaces):
             return  # asked again as soon as the link is up
         if not sent:
@@ -201,12 +211,31 @@ class NetworkApp(FoursquareApp):
             await self.connection.send(LeaveRace(race=race))
         await self._return_to_lobby()
 
-    async def _return_to_lobby(self) -> None:
-        """Forget the race (its late messages are ignored) and show the lobby."""
+    async def on_show_daily_board(self, event: ShowDailyBoard) -> None:
+        """Leave a finished daily room (if in one) for the daily deal's boards."""
+        race = self.tracker.race
+        if race is not None:
+            await self.connection.send(LeaveRace(race=race))
+            self._forget_race()
+        await self.show_main(DailyBoardScreen())
+        self._show_link()
+
+    async def _send(self, request: Request) -> bool:
+        """Send ``request``, noting a ``daily_race`` (its answer is a daily room)."""
+        if isinstance(request, DailyRace):
+            self._asked_daily = True
+        return await self.connection.send(request)
+
+    def _forget_race(self) -> None:
+        """Forget the race (its late messages are ignored)."""
         if self.tracker.race is not None:
             self.left_races.add(self.tracker.race)
         self.tracker = RaceTracker()
         self._keep_session()
+
+    async def _return_to_lobby(self) -> None:
+        """Forget the race (its late messages are ignored) and show the lobby."""
+        self._forget_race()
         if not isinstance(self.main_screen, LobbyScreen):
             await self.show_main(LobbyScreen(self.connection.name))
             self._show_link()
@@ -220,16 +249,27 @@ class NetworkApp(FoursquareApp):
                 self.sessions.forget(self.connection.url)  # the server no longer knew it
             self._resuming_saved = False
             if not message.resumed:
-                await self.connection.send(self.plan.request or ListRaces())
+                await self._send(self.plan.request or ListRaces())
             elif isinstance(self.main_screen, LobbyScreen):
                 await self.connection.send(ListRaces())
             else:
                 rejoin = self.tracker.seat_lost_on_drop()
                 if rejoin is not None and not self.plan.watch:
-                    await self.connection.send(rejoin)
+                    await self._send(rejoin)
             self._show_link()
             return
+        if isinstance(message, Daily):
+            if isinstance(self.main_screen, DailyBoardScreen):
+                self.main_screen.show_daily(message)
+            return
         if isinstance(message, Error):
+            if message.in_reply_to == "daily_race":
+                self._asked_daily = False
+            if message.in_reply_to == "get_daily" and isinstance(
+                self.main_screen, DailyBoardScreen
+            ):
+                self.main_screen.no_board(describe_error(message))
+                return
             if message.code is ErrorCode.ALREADY_JOINED and message.in_reply_to == "join_race":
                 return  # a rejoin after a resume found the seat still ours
             if message.in_reply_to == "place" and self.tracker.mirror is not None:
@@ -244,7 +284,10 @@ class NetworkApp(FoursquareApp):
                 self.main_screen.show_races(list(message.races))
             return
         if isinstance(message, Ok):
-            if message.in_reply_to == "leave_race" and not self.plan.watch:
+            # (A room left for the daily boards stays left for them.)
+            if message.in_reply_to == "leave_race" and not self.plan.watch and not isinstance(
+                self.main_screen, DailyBoardScreen
+            ):
                 await self._return_to_lobby()
             return
         if getattr(message, "race", None) in self.left_races:
@@ -253,14 +296,18 @@ class NetworkApp(FoursquareApp):
             self.saw_race_on = True
         replay = self.plan.watch and isinstance(message, RaceFinished) and not self.saw_race_on
         self.tracker.apply(message)
+        if isinstance(message, RaceSnapshot) and self._asked_daily:
+            self.tracker.daily, self._asked_daily = True, False
         if replay and isinstance(message, RaceFinished):
             await self._replay(message)
         if isinstance(self.main_screen, ReplayScreen | FailureScreen):
             return  # the race is over: what still comes is for the screen under the replay
         self._keep_session()
-        tracker, snapshot = self.tracker, self.tracker.snapshot
+        tracker, snapshot, sealed = self.tracker, self.tracker.snapshot, self.tracker.sealed
         if self.plan.watch:
             await self._ensure(WatchScreen, lambda: WatchScreen(tracker))
+        elif sealed is not None:
+            await self._ensure(DailyResultScreen, lambda: DailyResultScreen(sealed))
         elif tracker.finished is not None:
             await self._ensure(ResultsScreen, lambda: ResultsScreen(tracker))
         elif snapshot is not None and snapshot.state in (RaceState.LOBBY, RaceState.COUNTDOWN):
@@ -285,7 +332,10 @@ class NetworkApp(FoursquareApp):
         welcome, race = self.connection.welcome, self.tracker.race
         if self.sessions is None or welcome is None or self.plan.watch:
             return
-        racing = race is not None and self.tracker.you is not None and not self.tracker.finished
+        racing = (
+            race is not None and self.tracker.you is not None and not self.tracker.finished
+            and self.tracker.sealed is None
+        )
         saved = (
             SavedSession(self.connection.url, welcome.session, welcome.resume, welcome.name, race)
             if racing and race is not None

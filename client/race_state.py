@@ -34,6 +34,7 @@ from protocol import (
     RaceState,
     ServerMessage,
 )
+from protocol.daily import DailyClientMessage, DailyRace, DailyResult
 from protocol.result import RacerOutcome, RacerResult, Verification, rank_racers, verify_result
 
 _DISPLAY_STATUS = {
@@ -207,6 +208,11 @@ class RaceTracker:
     you: str | None = None
     """Our racer id in this race, or ``None`` when watching (every snapshot the server
     sends a racer names it; a spectator's name nobody)."""
+    daily: bool = False
+    """Whether this race is a daily room (we asked for it with ``daily_race``)."""
+    sealed: DailyResult | None = None
+    """A daily room's end: its standings, the seed and the moves sealed until the day's
+    reveal."""
 
     @property
     def race(self) -> str | None:
@@ -226,7 +232,7 @@ class RaceTracker:
         return self.snapshot.options.ruleset if self.snapshot is not None else Ruleset()
 
 
-    def seat_lost_on_drop(self) -> ClientMessage | None:
+    def seat_lost_on_drop(self) -> ClientMessage | DailyClientMessage | None:
         """What to send after a resume to get back a seat the drop gave up, if any.
 
         The server frees a racer's seat when its connection drops before the start (a
@@ -236,7 +242,8 @@ class RaceTracker:
         if snapshot is None or self.you is None or self.finished is not None:
             return None
         if snapshot.state in (RaceState.LOBBY, RaceState.COUNTDOWN):
-            return JoinRace(race=snapshot.race)
+            # A daily room's seat is an attempt at the day's deal, taken again as one.
+            return DailyRace() if self.daily else JoinRace(race=snapshot.race)
         return None
 
     def seat(self, racer_id: str) -> None:
@@ -271,6 +278,8 @@ class RaceTracker:
             self._restore_own_board()
         elif isinstance(message, RaceFinished):
             self.finished = message
+        elif isinstance(message, DailyResult):
+            self.sealed = message
         elif isinstance(message, RacePar):
             self.par = message
 
@@ -296,6 +305,7 @@ class RaceTracker:
         if snapshot.race != self.race:
             self.commitment, self.progress, self.boards = snapshot.commitment, {}, {}
             self.mirror, self.finished, self.you, self.par = None, None, None, None
+            self.sealed = None
         if snapshot.you is not None:
             self.you = snapshot.you
         self.snapshot = snapshot

@@ -37,6 +37,11 @@ _PLAYER_SENTENCES = {
     ErrorCode.RACE_NOT_FOUND: "No race has that code.",
     ErrorCode.RACE_STARTED: "That race has already started.",
     ErrorCode.TOURNAMENT_NOT_FOUND: "No tournament has that code.",
+    ErrorCode.DAILY_DONE: (
+        "You have raced today's daily deal already: see how you stand under Boards; "
+        "tomorrow brings another."
+    ),
+    ErrorCode.DAY_NOT_FOUND: "No daily deal was dealt that day.",
     ErrorCode.VERSION_MISMATCH: (
         "This client and the server speak different protocol versions: one of them needs "
         "updating."

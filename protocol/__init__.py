@@ -15,6 +15,10 @@ protocol.errors.ProtocolError: unknown message type 'bye'
 """
 
 from protocol.codec import decode_client, decode_server, encode, encode_wire
+
+# Importing the players', the daily and the tournament messages also registers them with
+# the codec's tables.
+from protocol.daily import Daily, DailyRace, DailyResult, GetDaily
 from protocol.errors import CloseCode, ErrorCode, ProtocolError
 from protocol.limits import PROTOCOL_VERSION, Limits
 from protocol.messages import (
@@ -61,9 +65,6 @@ from protocol.messages import (
     Welcome,
     millis,
 )
-
-# Importing the players' and the tournament messages also registers them with the
-# codec's tables.
 from protocol.players import (
     ClaimName,
     GetLeaderboard,
@@ -104,11 +105,15 @@ __all__ = [
     "CloseCode",
     "CreateRace",
     "CreateTournament",
+    "Daily",
+    "DailyRace",
+    "DailyResult",
     "EntrantState",
     "Error",
     "ErrorCode",
     "ExportTournament",
     "Flip",
+    "GetDaily",
     "GetLeaderboard",
     "GetProfile",
     "Hello",

@@ -81,6 +81,8 @@ class ErrorCode(StrEnum):
     UNKNOWN_PLAYER_KEY = "unknown_player_key"
     ALREADY_CLAIMED = "already_claimed"
     PLAYER_NOT_FOUND = "player_not_found"
+    DAILY_DONE = "daily_done"
+    DAY_NOT_FOUND = "day_not_found"
 
     @property
     def sentence(self) -> str:
@@ -136,6 +138,11 @@ _SENTENCES: dict[ErrorCode, str] = {
     ),
     ErrorCode.ALREADY_CLAIMED: "This session already plays as a claimed player.",
     ErrorCode.PLAYER_NOT_FOUND: "No claimed player has that id.",
+    ErrorCode.DAILY_DONE: (
+        "You have raced today's daily deal already (a claimed player once a day, a guest "
+        "once per session); its board is open to you, and tomorrow brings another."
+    ),
+    ErrorCode.DAY_NOT_FOUND: "No daily deal was dealt on that day (or the day is to come).",
 }
 
 _CLOSES: dict[ErrorCode, CloseCode] = {

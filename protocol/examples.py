@@ -7,6 +7,7 @@ True
 from __future__ import annotations
 
 from engine import Flipped, Game, LossReason, Ruleset
+from protocol.daily import DAILY_EXAMPLES
 from protocol.errors import ErrorCode
 from protocol.limits import PROTOCOL_VERSION
 from protocol.messages import (
@@ -246,4 +247,5 @@ EXAMPLES: dict[str, Message] = {
 
 EXAMPLES.update(TOURNAMENT_EXAMPLES)  # type: ignore[arg-type]
 EXAMPLES.update(PLAYER_EXAMPLES)  # type: ignore[arg-type]
+EXAMPLES.update(DAILY_EXAMPLES)  # type: ignore[arg-type]
 assert sorted(EXAMPLES) == sorted([*CLIENT_MESSAGES, *SERVER_MESSAGES])

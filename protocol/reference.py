@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.codec import encode_wire
+from protocol.daily import DAILY_VALUE_TYPES
 from protocol.errors import CloseCode, ErrorCode
 from protocol.examples import EXAMPLES
 from protocol.limits import Limits
@@ -56,6 +57,7 @@ VALUE_TYPES: tuple[type[Any], ...] = (
     ServerInfo,
     *TOURNAMENT_VALUE_TYPES,
     *PLAYER_VALUE_TYPES,
+    *DAILY_VALUE_TYPES,
 )
 
 

@@ -42,6 +42,7 @@ from protocol import (
     SeedPolicy,
     Spectate,
 )
+from protocol.daily import DailyClientMessage, DailyRace
 from protocol.players import PlayerClientMessage
 from protocol.tournament import (
     CreateTournament,
@@ -77,7 +78,9 @@ def session_channel(session_id: str) -> str:
 
 # ------------------------------------------------------------------ commands
 
-ClientRequest = ClientMessage | TournamentClientMessage | PlayerClientMessage
+ClientRequest = (
+    ClientMessage | TournamentClientMessage | PlayerClientMessage | DailyClientMessage
+)
 """Any message a client may send, decoded."""
 
 
@@ -144,8 +147,11 @@ def answered_with_done(message: ClientRequest) -> bool:
     host starting a tournament, which may deal them) or for a read of the store (a new
     tournament's code is checked against the stored ones; a finished tournament no longer
     in memory is watched or exported from the store; a race no longer in memory is
-    answered with its stored result, to replay). The socket tier holds the
-    connection's later messages until then, so they are still handled in order."""
+    answered with its stored result, to replay; a daily race takes its attempt in
+    the store first). The socket tier holds the connection's later messages until
+    then, so they are still handled in order."""
+    if isinstance(message, DailyRace):
+        return True
     if isinstance(message, CreateRace):
         return message.options.seed_policy is SeedPolicy.WINNABLE
     if isinstance(message, CreateTournament | WatchTournament | ExportTournament | Spectate):

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from server.journal import Sync
-from server.race import RECONNECT_GRACE, SeedSource, random_seed
+from server.race import MAX_COUNTDOWN, RECONNECT_GRACE, SeedSource, random_seed
 from server.store import is_database_url
 
 #: Environment variables read by :meth:`ServerConfig.from_environment`, by field.
@@ -25,6 +25,7 @@ ENVIRONMENT = {
     "max_open_tournaments": "FOURSQUARE_MAX_TOURNAMENTS",
     "tournaments_per_session": "FOURSQUARE_TOURNAMENTS_PER_SESSION",
     "tournament_idle_expiry": "FOURSQUARE_TOURNAMENT_EXPIRY",
+    "daily_countdown": "FOURSQUARE_DAILY_COUNTDOWN",
     "trusted_proxies": "FOURSQUARE_TRUSTED_PROXIES",
     "tls_cert": "FOURSQUARE_TLS_CERT",
     "tls_key": "FOURSQUARE_TLS_KEY",
@@ -207,6 +208,13 @@ class ServerConfig:
     """Winnable seeds of the default ruleset kept found ahead of time (refilled in the
     background, idle when full), so that an ordinary winnable race never waits for a
     search; 0 keeps none."""
+    daily_countdown: float = 15.0
+    """Seconds a daily room counts down from its first racer: whoever asks for the day's
+    deal meanwhile races in the same room (up to ``quick_max_racers``), after it the next
+    asker opens the next room. The day's reveal waits for this and ``time_limit`` after
+    midnight (:func:`server.daily.reveal_at`)."""
+    daily_tick: float = 60.0
+    """Seconds between two looks for a revealed day whose par was never searched for."""
     hopeless_ruleset_seconds: float = 600.0
     """Seconds a ruleset whose search for a winnable deal ran out of budget is refused up
     front with ``no_winnable_deal``, without searching again."""
@@ -253,6 +261,10 @@ class ServerConfig:
             ("redis://", "rediss://", "unix://")
         ):
             raise ValueError(f"--cluster needs a redis:// URL, not {config.cluster!r}")
+        if not config.daily_countdown <= MAX_COUNTDOWN:
+            raise ValueError(
+                f"a daily room counts down at most {MAX_COUNTDOWN:g} seconds (--daily-countdown)"
+            )
         if not config.lease_ttl > 0:
             raise ValueError("a lease must last more than 0 seconds (--lease-ttl)")
         if (config.tls_cert is None) != (config.tls_key is None):
@@ -333,5 +345,6 @@ _PARSERS: dict[str, Callable[[object], object]] = {
     "max_open_tournaments": _count,
     "tournaments_per_session": _count,
     "tournament_idle_expiry": _seconds,
+    "daily_countdown": _seconds,
     "trusted_proxies": _networks,
 }

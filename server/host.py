@@ -17,7 +17,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from protocol import RacePar, ServerMessage, encode
 from protocol.result import RaceResult
@@ -28,7 +28,12 @@ from server.journal import CommandRecord, Record, ResultRecord
 from server.logs import failure, log_event
 from server.metrics import Metrics
 from server.outbox import Outbox
-from server.outgoing import event_message, placed_message, snapshot_message
+from server.outgoing import (
+    event_message,
+    placed_message,
+    sealed_result_message,
+    snapshot_message,
+)
 from server.store import Store
 
 #: Seconds between two snapshots sent because racers' connections came and went.
@@ -74,8 +79,12 @@ class RaceHost:
         on_finished: Callable[[RaceHost], None],
         on_journal_failure: Callable[[Exception], None],
         first_records: Iterable[Record] = (),
+        sealed_until: float | None = None,
     ):
         self.race = race
+        self._sealed_until = sealed_until
+        """For a daily room: when its day is revealed. Its result goes out as
+        ``daily_result`` (no seed, no moves), never as ``finished``."""
         self.race_id = race.race_id
         """The race's id (also its code for joining)."""
         self.feed = race_feed(race.race_id)
@@ -187,7 +196,7 @@ class RaceHost:
             if isinstance(send.event, core.RaceChanged):
                 messages.append(self.snapshot_for(racer_id, reply_to))
             else:
-                message = event_message(self.race_id, send.event, now)
+                message = self._message(send.event, now)
                 if message is not None:
                     messages.append(message)
         return self._with_par(messages)
@@ -200,10 +209,18 @@ class RaceHost:
             if isinstance(event, core.RaceChanged):
                 messages.append(self.snapshot_for(None, reply_to))
             else:
-                message = event_message(self.race_id, event, now)
+                message = self._message(event, now)
                 if message is not None:
                     messages.append(message)
         return self._with_par(messages)
+
+    def _message(self, event: core.Event, now: float) -> ServerMessage | None:
+        """:func:`~server.outgoing.event_message`, but a daily room's result sealed."""
+        if isinstance(event, core.RaceFinished) and self._sealed_until is not None:
+            # A daily message, registered with the codec like the race's own.
+            sealed = sealed_result_message(event.result, self.race.options, self._sealed_until)
+            return cast(ServerMessage, sealed)
+        return event_message(self.race_id, event, now)
 
     def _with_par(self, messages: list[ServerMessage]) -> list[ServerMessage]:
         """``messages`` followed by the par, once it is known."""
@@ -324,7 +341,7 @@ class RaceHost:
                 placed = placed_message(self.race_id, event, item.reply_to)
                 events.append(Deliver(to, encode(placed), received_at=item.received_at))
                 continue
-            message = event_message(self.race_id, event, item.now)
+            message = self._message(event, item.now)
             if message is None:
                 continue
             events.append(Deliver(to, encode(message)))

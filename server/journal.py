@@ -31,13 +31,14 @@ it writes under (:func:`server.store.fences_of`): a journal opened by a server h
 lease of every resource, and a second journal opened on the same file takes it over, so
 the first one's writes are refused from then on (:class:`~server.store.LeaseLost`).
 
-Tables (``schema_version`` 10; an older file is brought up to it when opened: version 1
+Tables (``schema_version`` 11; an older file is brought up to it when opened: version 1
 gains ``players.role``, ``race_commands`` of versions 1 and 2 loses ``AUTOINCREMENT``,
 versions 1 to 3 lose the index of ``race_commands`` by race, ``races`` gaining
 ``commands_after`` instead, versions 1 to 4 gain ``players.last_seen``, versions 1 to 5
 gain ``journal_state``, versions 1 to 6 gain ``watching``, versions 1 to 7 gain
 ``leases``, versions 1 to 8 gain ``players.claimed_by`` and the tables of
-:mod:`server.player_store`, and versions 1 to 9 gain ``tournaments.created_by``):
+:mod:`server.player_store`, versions 1 to 9 gain ``tournaments.created_by``, and
+versions 1 to 10 gain the daily deal's tables, :mod:`server.daily_store`):
 
 - ``players``: one row per session and its role (player or spectator); the resume
   token is kept only as a SHA-256. ``last_seen`` is when it last connected or left; a
@@ -79,6 +80,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol import Role
 from protocol.result import RaceResult
+from server.daily_store import SQLITE_SCHEMA as DAILY_SCHEMA
 from server.journal_file import (
     MARK_SCHEMA,
     JournalRefused,
@@ -892,7 +894,7 @@ def _open_for_writing(path: Path, sync: Sync) -> sqlite3.Connection:
         with refusing(path):
             connection.executescript(_SCHEMA)
             connection.executescript(TOURNAMENT_SCHEMA)
-            connection.executescript(PLAYER_SCHEMA)
+            connection.executescript(PLAYER_SCHEMA + DAILY_SCHEMA)
             _migrate(connection)
             mark_open(connection, path)
     except BaseException:
@@ -912,7 +914,7 @@ def _create(path: Path) -> None:
         connection = sqlite3.connect(building, isolation_level=None)
         try:
             connection.executescript(_SCHEMA)
-            connection.executescript(PLAYER_SCHEMA)
+            connection.executescript(PLAYER_SCHEMA + DAILY_SCHEMA)
             _migrate(connection)  # gives it its schema version
             mark_closed(connection)
         finally:
@@ -928,9 +930,10 @@ def _migrate(connection: sqlite3.Connection) -> None:
     (``_SCHEMA`` creates it empty: an older server kept what its sessions watched in
     memory only), version 8 only ``leases`` (created empty: the server opening it
     takes its lease), version 9 ``players.claimed_by`` (no session of an older
-    server played as a claimed player) and the player tables (created empty), and version
+    server played as a claimed player) and the player tables (created empty), version
     10 the creator of each tournament (``created_by``: NULL for those stored before, which
-    no session's cap counts)."""
+    no session's cap counts), and version 11 only the daily deal's tables (created
+    empty: no day was dealt before)."""
     row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
     version = row[0]
     if version is None:
@@ -1133,7 +1136,7 @@ class DisabledJournal(Journal):
         benchmark's players can still claim names and race)."""
         if self._memory is None:
             self._memory = sqlite3.connect(":memory:", isolation_level=None)
-            self._memory.executescript(_SCHEMA + PLAYER_SCHEMA)
+            self._memory.executescript(_SCHEMA + PLAYER_SCHEMA + DAILY_SCHEMA)
         return run_job(self._memory, job(), writes=writes)
 
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 #: The journal's schema version: what :class:`server.journal.Journal` writes and the
 #: newest this code opens (older ones are brought up to it).
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 #: Tables every journal has had since schema version 1.
 JOURNAL_TABLES = ("schema_version", "players", "races", "race_commands", "results")

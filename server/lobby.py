@@ -4,7 +4,7 @@
 commands in (:meth:`Lobby.apply`), events out, no I/O and no clock. It decides
 
 - **matching**: a quick race seats a player in the first open public race with the quick
-  options, or opens a new one;
+  options, or opens a new one; a daily race does the same among the day's rooms;
 - **race ids**: a new race gets an id no race has now (ids double as private races'
   join codes), drawn from an injected source;
 - **listing**: the open public races, at most :data:`LISTED_RACES`, oldest first;
@@ -72,6 +72,15 @@ class QuickRace:
 
 
 @dataclass(frozen=True, slots=True)
+class DailyRace:
+    """Seat ``session_id`` in the open room of the day ``options`` are of (their
+    ``daily``), or in a new one."""
+
+    session_id: str
+    options: RaceOptions
+
+
+@dataclass(frozen=True, slots=True)
 class CreateRace:
     """Open a race with ``options`` and seat ``session_id`` in it first."""
 
@@ -119,7 +128,9 @@ class RaceGone:
     race_id: str
 
 
-Command = QuickRace | CreateRace | Seated | JoinRefused | Unseated | RaceUpdated | RaceGone
+Command = (
+    QuickRace | DailyRace | CreateRace | Seated | JoinRefused | Unseated | RaceUpdated | RaceGone
+)
 
 
 # -------------------------------------------------------------------- events
@@ -207,10 +218,9 @@ class Lobby:
         """Carry out ``command``; the events say what the race tier must do."""
         match command:
             case QuickRace(session_id):
-                for listing in self._races.values():
-                    if listing.open and listing.options == self.quick_options:
-                        return [JoinRace(session_id, listing.race_id)]
-                return self._open_for(session_id, self.quick_options)
+                return self._match(session_id, self.quick_options)
+            case DailyRace(session_id, options):
+                return self._match(session_id, options)
             case CreateRace(session_id, options):
                 return self._open_for(session_id, options)
             case Seated(session_id, race_id):
@@ -236,6 +246,13 @@ class Lobby:
         raise TypeError(f"not a lobby command: {command!r}")
 
     # ------------------------------------------------------------ internal
+
+    def _match(self, session_id: str, options: RaceOptions) -> list[Event]:
+        """Seat ``session_id`` in the first open race with ``options``, or a new one."""
+        for listing in self._races.values():
+            if listing.open and listing.options == options:
+                return [JoinRace(session_id, listing.race_id)]
+        return self._open_for(session_id, options)
 
     def _open_for(self, session_id: str, options: RaceOptions) -> list[Event]:
         race_id = self._new_id(self._races)

@@ -6,10 +6,13 @@ of server time and :mod:`protocol` messages. This is the one place that translat
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import protocol
 from protocol import RacerStatus, RaceState, ServerMessage, millis
+from protocol.daily import DailyResult
+from protocol.result import RaceResult
 from server import race as core
 
 
@@ -165,6 +168,26 @@ def placed_message(
         score=line.score,
         reason=line.reason,
         reply_to=reply_to,
+    )
+
+
+def sealed_result_message(
+    result: RaceResult, options: core.RaceOptions, reveal_at: float
+) -> DailyResult:
+    """A daily room's end: its standings without anyone's moves, and no seed (both are
+    revealed with the day, by ``get_daily``)."""
+    finished = protocol.RaceFinished.from_result(
+        result, started_at=result.started_at, ended_at=result.ended_at
+    )
+    assert options.daily is not None, "only a daily room's result is sealed"
+    return DailyResult(
+        race=result.race_id,
+        day=options.daily,
+        commitment=result.commitment,
+        reveal_at=millis(reveal_at),
+        standings=tuple(dataclasses.replace(line, moves=()) for line in finished.standings),
+        started_at=result.started_at,
+        ended_at=result.ended_at,
     )
 
 

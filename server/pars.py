@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from engine import Ruleset
 from protocol import RacePar
@@ -36,6 +36,17 @@ Deal = tuple[str, Ruleset]
 """A seed and the rules it is played under: what a par is the par of."""
 
 
+class ParWanted(Protocol):
+    """Who waits for a deal's par: a finished race's host, or a revealed daily deal."""
+
+    @property
+    def race_id(self) -> str:
+        """What the logs call it."""
+
+    def announce_par(self, par: RacePar) -> None:
+        """Take the par found."""
+
+
 class ParQueue:
     """Finished races waiting for their deal's par (one per :class:`~server.app.RaceServer`)."""
 
@@ -43,9 +54,9 @@ class ParQueue:
         self._config = config
         self._metrics = metrics
         self._worker = SearchWorker()
-        self._waiting: OrderedDict[Deal, list[RaceHost]] = OrderedDict()
+        self._waiting: OrderedDict[Deal, list[ParWanted]] = OrderedDict()
         """Deals waiting for a search, oldest first, with the races that want each."""
-        self._searching: tuple[Deal, list[RaceHost]] | None = None
+        self._searching: tuple[Deal, list[ParWanted]] | None = None
         self._task: asyncio.Task[None] | None = None
         """Runs while deals are waiting, and only then."""
         self._closed = False
@@ -53,9 +64,12 @@ class ParQueue:
 
     def add(self, host: RaceHost) -> None:
         """Search for the par of ``host``'s deal (its race has just finished)."""
+        self.want((host.race.seed, host.race.options.ruleset), host)
+
+    def want(self, deal: Deal, host: ParWanted) -> None:
+        """Search for ``deal``'s par for ``host`` (newest first, like every deal)."""
         if self._closed:
             return
-        deal = (host.race.seed, host.race.options.ruleset)
         if self._searching is not None and self._searching[0] == deal:
             self._searching[1].append(host)
             return
@@ -94,7 +108,7 @@ class ParQueue:
             self._task.cancel()
         await self._worker.close()
 
-    def _dropped(self, why: str, hosts: list[RaceHost]) -> None:
+    def _dropped(self, why: str, hosts: list[ParWanted]) -> None:
         self._metrics.par_searches_dropped += 1
         log_event("par_dropped", why=why, races=[host.race_id for host in hosts])
 

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from protocol.result import RaceResult
+from server.daily_store import POSTGRES_SCHEMA as DAILY_SCHEMA
 from server.journal import (
     PLAYER_BY_TOKEN_QUERY,
     PLAYERS_QUERY,
@@ -83,8 +84,9 @@ from server.tournament_store import (
 )
 
 #: The version of the tables :data:`_SCHEMA` creates (this store's own numbering): 2 added
-#: ``players.claimed_by``, 3 ``tournaments.created_by``.
-SCHEMA_VERSION = 3
+#: ``players.claimed_by``, 3 ``tournaments.created_by``, 4 the daily deal's tables
+#: (:mod:`server.daily_store`, created empty by :data:`DAILY_SCHEMA`).
+SCHEMA_VERSION = 4
 
 #: Seconds before the first attempt to connect again after the database was lost...
 RECONNECT_FIRST = 0.1
@@ -683,6 +685,7 @@ async def _prepare(url: str, connection: Connection) -> None:
             await connection.execute(_SCHEMA)
             version = await _version(url, connection)
             await connection.execute(PLAYER_SCHEMA)
+            await connection.execute(DAILY_SCHEMA)
             if version is None:
                 await connection.execute(
                     "INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,)

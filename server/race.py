@@ -58,6 +58,9 @@ LINES_SWEPT_PER_FLUSH = 100
 #: (``ServerConfig.reconnect_grace``) is this one.
 RECONNECT_GRACE = 60.0
 
+#: The longest countdown a race may have, in seconds.
+MAX_COUNTDOWN = 60.0
+
 #: Where races get their seeds; tests inject a fixed one.
 SeedSource = Callable[[], str]
 
@@ -124,13 +127,16 @@ class RaceOptions:
     rated: bool = False
     """Whether the result rates its claimed players (quick races are; a host may ask);
     the race itself plays the same either way."""
+    daily: str | None = None
+    """The day (``YYYY-MM-DD``) whose daily deal this room races (:mod:`server.daily`):
+    its result is sealed until the day is revealed. ``None``: not a daily room."""
 
     def __post_init__(self) -> None:
         checks: tuple[tuple[str, float, float, float], ...] = (
             ("max_racers", self.max_racers, 1, 1000),
             ("min_racers", self.min_racers, 1, self.max_racers),
             ("time_limit", self.time_limit, 1, 86400),
-            ("countdown", self.countdown, 0, 60),
+            ("countdown", self.countdown, 0, MAX_COUNTDOWN),
             ("progress_interval", self.progress_interval, 0, 10),
             ("reconnect_grace", self.reconnect_grace, 0, 3600),
         )
@@ -158,6 +164,8 @@ class RaceOptions:
             "progress_interval": self.progress_interval,
             "reconnect_grace": self.reconnect_grace,
             "rated": self.rated,
+            # Only a daily room says so: every other race's record stays as it was.
+            **({"daily": self.daily} if self.daily is not None else {}),
         }
 
     @classmethod

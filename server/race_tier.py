@@ -20,7 +20,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import protocol
-from protocol import ErrorCode, Role, encode
+from protocol import ErrorCode, RacePar, Role, encode
+from protocol.daily import DailyRace
 from protocol.players import RatingChanged, encode_players
 from protocol.result import RaceResult
 from protocol.schema import show
@@ -47,6 +48,17 @@ from server.bus import (
     race_feed,
 )
 from server.config import ServerConfig
+from server.daily import DailyRules, daily_rules, day_of, entrant_of, last_revealed_day, reveal_at
+from server.daily_store import (
+    DailyDeal,
+    ParFound,
+    deal_of_day,
+    deal_wanting_par,
+    keep_par,
+    record_room,
+    release_attempt,
+    take_attempt,
+)
 from server.host import RaceHost
 from server.journal import (
     RaceOpened,
@@ -98,6 +110,9 @@ class RaceTier:
         self._on_journal_failure = on_journal_failure
         self.hosts: dict[str, RaceHost] = {}
         self.lobby = Lobby(self._quick_options())
+        self.daily: DailyRules = daily_rules(config)
+        """How the daily deal's rooms are raced."""
+        self._daily_clock: asyncio.Task[None] | None = None
         self._present: set[str] = set()
         """Sessions that have a connection now (for racers' ``connected`` flags)."""
         self._watching: dict[str, dict[str, None]] = {}
@@ -157,8 +172,12 @@ class RaceTier:
         await self.tournaments.start()
 
     def start(self) -> None:
-        """Begin the background work (the stock of winnable seeds)."""
+        """Begin the background work (the stock of winnable seeds, the daily deal's pars)."""
         self.winnable.start()
+        if self.config.par_budget > 0:
+            self._daily_clock = asyncio.get_running_loop().create_task(
+                self._search_daily_pars(), name="daily-pars"
+            )
 
     async def drain(self) -> None:
         """Stop taking commands, end the searches, and send everything journaled so far."""
@@ -175,12 +194,16 @@ class RaceTier:
 
     async def close_searches(self) -> None:
         """End the searches for seeds and pars (their child processes exit)."""
+        if self._daily_clock is not None:
+            self._daily_clock.cancel()
         await self.winnable.close()
         await self.pars.close()
 
     def stop(self) -> None:
         """Send nothing more, and stop every clock."""
         self.stopping = True
+        if self._daily_clock is not None:
+            self._daily_clock.cancel()
         for host in self.hosts.values():
             host.stop()
         self._outbox.close()
@@ -233,6 +256,8 @@ class RaceTier:
                 await self._on_create_winnable_race(caller, message)
             elif isinstance(message, protocol.Spectate):
                 await self._on_spectate_or_replay(caller, message)
+            elif isinstance(message, DailyRace):
+                await self._on_daily_race(caller, message)
             elif self.tournaments.handles(message):
                 await self.tournaments.answer_later(caller, message)
         except Exception as error:
@@ -360,6 +385,12 @@ class RaceTier:
 
     def _on_join_race(self, caller: Caller, message: protocol.JoinRace) -> None:
         host = self._find(message.race)
+        if host.race.options.daily is not None and not host.race.has_racer(caller.session_id):
+            # Its seat is an attempt at the day's deal, which only daily_race takes.
+            raise Refused(
+                ErrorCode.BAD_MESSAGE,
+                f"race {host.race_id} is a daily room: race the daily deal with daily_race",
+            )
         session_id = caller.session_id
         if self.lobby.seat_of(session_id) == host.race_id and host.race.has_racer(session_id):
             raise Refused(ErrorCode.ALREADY_JOINED, "you are already in this race")
@@ -377,6 +408,7 @@ class RaceTier:
                 # The seat is free: what the race says from now on is not for this racer.
                 self._bus.publish([Unfollow(session_id, host.feed, member=True)])
                 self._lobby(lobbies.Unseated(session_id, host.race_id))
+                self._release_daily(session_id, host)
             elif host.race.phase is not core.Phase.FINISHED:
                 host.apply(core.Leave(session_id))
         else:
@@ -612,6 +644,7 @@ class RaceTier:
             host.presence_changed()  # the others see it away
         else:  # its lobby seat is free
             self._lobby(lobbies.Unseated(session_id, host.race_id))
+            self._release_daily(session_id, host)
 
     def _start_watching(self, session_id: str, host: RaceHost) -> None:
         """``session_id`` watches ``host``'s race from now on, after a restart too
@@ -672,6 +705,7 @@ class RaceTier:
     # ---------------------------------------------------------------- races
 
     def _host(self, race: core.Race, opened: RaceOpened | None = None) -> RaceHost:
+        day = race.options.daily
         return RaceHost(
             race,
             journal=self.journal,
@@ -683,10 +717,16 @@ class RaceTier:
             on_finished=self._race_finished,
             on_journal_failure=self._on_journal_failure,
             first_records=[opened] if opened else [],
+            sealed_until=None if day is None else reveal_at(day, self.daily),
         )
 
     def _share_deal(self, race: core.Race) -> None:
-        """Put ``race`` with the other races dealt its seed (a tournament round's races)."""
+        """Put ``race`` with the other races dealt its seed (a tournament round's races).
+        A daily room shares with none: its result is sealed until the day's reveal anyway,
+        and a room waiting for the next (as a round's races wait for each other) would
+        chain all the day's rooms."""
+        if race.options.daily is not None:
+            return
         deal = self._shared_deals.get(race.seed)
         if deal is None:
             deal = self._shared_deals[race.seed] = core.SharedDeal()
@@ -694,6 +734,16 @@ class RaceTier:
 
     def _race_finished(self, host: RaceHost) -> None:
         self.tournaments.race_finished(host)
+        day = host.race.options.daily
+        if day is not None:
+            # On the day's board, not in ratings or recent races (which would show it
+            # before the reveal); its par comes with the day's reveal.
+            if host.race.result is not None:
+                self._background(self._record_daily(day, host.race.result))
+            asyncio.get_running_loop().call_later(
+                self.config.finished_linger, self._forget, host
+            )
+            return
         if host.race.result is not None:
             recording = asyncio.get_running_loop().create_task(
                 self._record(host.race.options, host.race.result)
@@ -728,6 +778,133 @@ class RaceTier:
             )))
             for change in changes
         ])
+
+    # ------------------------------------------------------------ the daily deal
+
+    async def _on_daily_race(self, caller: Caller, message: DailyRace) -> None:
+        """Seat ``caller`` in today's daily room, once it has taken its attempt at the
+        day's deal in the store (refused with ``daily_done`` if it has one already)."""
+        self._check_free_to_join(caller)
+        now = self._now()
+        day = day_of(now)
+        entrant = entrant_of(caller.player, caller.session_id)
+        deal: DailyDeal = await self._daily_job(functools.partial(
+            deal_of_day, day, self.config.seed_source(), self.daily.ruleset, now
+        ))
+        took = await self._daily_job(functools.partial(
+            take_attempt, day, entrant, caller.session_id, caller.player, caller.name,
+            caller.bot, now,
+        ))
+        if not took:
+            who = "you have" if caller.player is not None else "this session has"
+            raise Refused(
+                ErrorCode.DAILY_DONE,
+                f"{who} raced the daily deal of {day} already: see its board with get_daily",
+            )
+        try:
+            self._check_free_to_join(caller)  # still true: this connection waited for us
+            for event in self.lobby.apply(
+                lobbies.DailyRace(caller.session_id, self._daily_options(day))
+            ):
+                if isinstance(event, lobbies.RaceToOpen):
+                    self.open_race(event.options, seed=deal.seed, race_id=event.race_id)
+                elif isinstance(event, lobbies.JoinRace):
+                    self._join(caller, self.hosts[event.race_id], message.id)
+        except Exception:
+            self._background(self._release(day, caller.session_id))
+            raise
+        log_event("daily_attempt", day=day, session=caller.session_id, player=caller.player)
+
+    def _daily_options(self, day: str) -> core.RaceOptions:
+        """The options of ``day``'s rooms: one racer is enough (a room starts after its
+        countdown whoever came), not listed, no spectators (a spectator of a finished
+        room would see every card its racers drew), unrated (the day has its own board),
+        and marked with their day, which seals their result until the reveal."""
+        rules, config = self.daily, self.config
+        return core.RaceOptions(
+            max_racers=config.quick_max_racers,
+            min_racers=1,
+            time_limit=rules.time_limit,
+            ruleset=rules.ruleset,
+            spectators=False,
+            public=False,
+            auto_start=True,
+            countdown=rules.countdown,
+            progress_interval=config.progress_interval,
+            reconnect_grace=config.reconnect_grace,
+            rated=False,
+            daily=day,
+        )
+
+    async def _daily_job(self, job: Any) -> Any:
+        """Run a writing job of :mod:`server.daily_store`; a store that cannot run it now
+        refuses the request with ``server_busy``."""
+        try:
+            return await self.journal.run(job, writes=True)
+        except (StoreError, JournalRefused) as error:
+            log_event("store_unavailable", logging.ERROR, error=failure(error))
+            raise Refused(
+                ErrorCode.SERVER_BUSY,
+                "the server cannot reach its store just now: try again in a moment",
+            ) from None
+
+    def _release_daily(self, session_id: str, host: RaceHost) -> None:
+        """A racer left a daily room before its start: it drew no card, so its attempt at
+        the day is given back."""
+        day = host.race.options.daily
+        if day is not None:
+            self._background(self._release(day, session_id))
+
+    async def _release(self, day: str, session_id: str) -> None:
+        try:
+            await self.journal.run(functools.partial(release_attempt, day, session_id),
+                                   writes=True)
+        except (StoreError, JournalRefused, RuntimeError) as error:  # (closed: stopping)
+            log_event("daily_error", logging.ERROR, day=day, error=failure(error))
+
+    async def _record_daily(self, day: str, result: RaceResult) -> None:
+        """Put a finished daily room's results on its day's board (off the move path)."""
+        try:
+            await self.journal.run(functools.partial(record_room, day, result), writes=True)
+        except (StoreError, JournalRefused, RuntimeError) as error:  # (closed: stopping)
+            log_event("daily_error", logging.ERROR, race=result.race_id, error=failure(error))
+
+    async def _search_daily_pars(self) -> None:
+        """Every ``daily_tick``: the latest revealed day whose par was never searched for
+        goes to the par queue (its answer is kept with the day's deal)."""
+        while True:
+            latest = last_revealed_day(self._now(), self.daily)
+            try:
+                deal = await self.journal.run(
+                    functools.partial(deal_wanting_par, latest), writes=False
+                )
+            except (StoreError, JournalRefused, RuntimeError) as error:  # (closed: stopping)
+                log_event("daily_error", logging.ERROR, error=failure(error))
+                deal = None
+            if deal is not None:
+                # Asked again at every tick until its par is kept: a search that failed or
+                # was dropped from a full queue is tried again (one waiting for its turn
+                # only gains a listener).
+                self.pars.want((deal.seed, deal.ruleset), _DailyPar(self, deal.day))
+            await asyncio.sleep(self.config.daily_tick)
+
+    def daily_par_found(self, day: str, par: RacePar) -> None:
+        """Keep a revealed day's par with its deal."""
+        found = ParFound(par.score, par.proven, par.cards_used, par.at_most)
+
+        async def keep() -> None:
+            try:
+                await self.journal.run(functools.partial(keep_par, day, found), writes=True)
+            except (StoreError, JournalRefused, RuntimeError) as error:
+                log_event("daily_error", logging.ERROR, day=day, error=failure(error))
+
+        self._background(keep())
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Store work off every move's path, waited for when the server drains."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
 
     def _forget(self, host: RaceHost) -> None:
         if self.hosts.get(host.race_id) is host:
@@ -769,3 +946,20 @@ class RaceTier:
     def _now(self) -> float:
         return self.config.clock()
 
+
+
+class _DailyPar:
+    """A revealed day waiting in the par queue (:class:`~server.pars.ParWanted`)."""
+
+    def __init__(self, tier: RaceTier, day: str) -> None:
+        self._tier = tier
+        self._day = day
+
+    @property
+    def race_id(self) -> str:
+        """What the logs call it."""
+        return f"daily-{self._day}"
+
+    def announce_par(self, par: RacePar) -> None:
+        """Keep the par with the day's deal."""
+        self._tier.daily_par_found(self._day, par)

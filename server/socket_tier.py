@@ -37,6 +37,7 @@ from protocol import (
     millis,
 )
 from protocol.codec import with_field
+from protocol.daily import GetDaily, encode_daily
 from protocol.players import encode_players
 from protocol.schema import show
 from server import admission, fanout
@@ -62,6 +63,7 @@ from server.bus import (
 )
 from server.config import ServerConfig
 from server.connection import Message, RaceConnection
+from server.daily_desk import DAILY_REQUESTS, DailyDesk
 from server.expiry import SessionExpiry, SessionRecords
 from server.http_routes import HttpRoutes, WebFiles
 from server.journal import PlayerRecord, PlayerSeen
@@ -104,6 +106,8 @@ class SocketTier:
         self.sessions = SessionRegistry()
         self.players = PlayerDesk(records, config.clock)
         """Claims, leaderboards and profiles, answered from the store."""
+        self.daily = DailyDesk(self.players, config)
+        """Days' boards of the daily deal, answered from the store."""
         self.admission = Admission(config, refused=metrics.refused)
         metrics.open_connections = lambda: len(self.connections)
         metrics.sessions = lambda: len(self.sessions)
@@ -491,7 +495,7 @@ class SocketTier:
             self._refuse_request(connection, message, ErrorCode.ALREADY_WELCOMED,
                                  "this connection has already said hello")
             return None
-        if isinstance(message, PLAYER_REQUESTS):
+        if isinstance(message, (*PLAYER_REQUESTS, *DAILY_REQUESTS)):
             assert self._loop is not None
             return self._loop.create_task(self._answer_player(connection, session, message))
         if answered_with_done(message):
@@ -506,13 +510,17 @@ class SocketTier:
     async def _answer_player(
         self, connection: ServerConnection, session: Session, message: ClientRequest
     ) -> None:
-        """Answer a players' request (:class:`~server.player_desk.PlayerDesk`)."""
+        """Answer a players' request (:class:`~server.player_desk.PlayerDesk`) or a
+        day's board (:class:`~server.daily_desk.DailyDesk`), from the store."""
         try:
-            answer = await self.players.answer(session, message)
+            if isinstance(message, GetDaily):
+                frame = encode_daily(await self.daily.answer(session, message))
+            else:
+                frame = encode_players(await self.players.answer(session, message))
         except Refusal as refused:
             self._refuse(connection, refused.error)
             return
-        fanout.send((connection,), encode_players(answer), self.config.send_buffer_limit)
+        fanout.send((connection,), frame, self.config.send_buffer_limit)
 
     def _refuse_request(
         self, connection: ServerConnection, message: ClientMessage, code: ErrorCode, text: str

@@ -1,4 +1,5 @@
-"""The lobby: quick race, a private race with options, join by code, the open public races."""
+"""The lobby: quick race, the daily deal and its boards, a private race with options, join
+by code, the open public races."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, Static
 
 from client.screens.base import ClientScreen
-from client.screens.requests import ServerRequest
+from client.screens.requests import ServerRequest, ShowDailyBoard
 from engine import Ruleset
 from protocol import CreateRace, JoinRace, ListRaces, QuickRace, RaceOptions, RaceSummary
+from protocol.daily import DailyRace
 
 DEFAULT_RACERS = 4
 DEFAULT_MINUTES = 10
@@ -71,7 +73,10 @@ class LobbyScreen(ClientScreen):
         yield Static("", id="link", markup=False)
         with Horizontal(id="lobby"):
             with Vertical(id="actions"):
-                yield Button("Quick race", id="quick", variant="primary")
+                with Horizontal(id="quick-row"):
+                    yield Button("Quick race", id="quick", variant="primary")
+                    yield Button("Daily", id="daily")
+                    yield Button("Boards", id="daily-board")
                 yield Label("Join a race by its code")
                 yield Input(placeholder="race code, then Enter", id="code")
                 yield Label("Create a race (private unless public)")
@@ -119,9 +124,13 @@ class LobbyScreen(ClientScreen):
         self.query_one("#message", Static).update(message)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        """Quick race or create race."""
+        """Quick race, today's daily deal, its boards, or create race."""
         if event.button.id == "quick":
             self.post_message(ServerRequest(QuickRace()))
+        elif event.button.id == "daily":
+            self.post_message(ServerRequest(DailyRace()))
+        elif event.button.id == "daily-board":
+            self.post_message(ShowDailyBoard())
         elif event.button.id == "create":
             try:
                 options = read_options(

@@ -23,7 +23,7 @@ RACER_COLUMN = 20
 """Columns the racer's name takes in the standings (longer names end in "…"), so that
 at 80 columns every other column, the score and the time included, still shows."""
 
-_RESULT_WORDS = {
+RESULT_WORDS = {
     RacerStatus.WON: "won",
     RacerStatus.LOST: "lost",
     RacerStatus.RESIGNED: "resigned",
@@ -110,7 +110,7 @@ def standings_rows(
 
 
 def _result_words(status: RacerStatus, reason: LossReason | None) -> str:
-    words = _RESULT_WORDS.get(status, status.value)
+    words = RESULT_WORDS.get(status, status.value)
     if status is RacerStatus.LOST and reason is not None:
         words += {LossReason.FACE_DOWN: ": face down", LossReason.STOCK_EMPTY: ": stock out"}[
             reason

@@ -53,7 +53,7 @@ _LINE = re.compile(r"(?P<who>ann|bob) (?P<way>→|←) (?P<frame>\{.*\})")
 _BOUND = ("<ann>", "<bob>", "<race>")
 #: Placeholders that stand for any value of a type.
 _KINDS: dict[str, type] = {
-    "<token>": str, "<version>": str, "<commitment>": str, "<seed>": str,
+    "<token>": str, "<version>": str, "<commitment>": str, "<seed>": str, "<day>": str,
     "<time>": int, "<ms>": int, "<card>": int, "<targets>": list, "<progress>": list,
 }
 

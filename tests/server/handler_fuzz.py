@@ -101,6 +101,7 @@ from protocol import (
     decode_server,
     encode,
 )
+from protocol.daily import DailyRace, GetDaily
 from protocol.names import BadName, normalise_name
 from protocol.players import Board, ClaimName, GetLeaderboard, GetProfile
 from protocol.result import verify_result
@@ -143,6 +144,8 @@ ANSWERS: dict[str, frozenset[str]] = {
     "claim_name": frozenset({"player_key"}),
     "get_leaderboard": frozenset({"leaderboard"}),
     "get_profile": frozenset({"profile"}),
+    "daily_race": frozenset({"race"}),
+    "get_daily": frozenset({"daily"}),
 }
 
 #: The errors a frame that does not decode may get.
@@ -728,6 +731,7 @@ KINDS = [
     "leave_race", "join_tournament", "tournament_control", "create_tournament",
     "watch_tournament", "arena_available", "leave_tournament", "export_tournament",
     "list_races", "hello", "ping", "claim_name", "get_leaderboard", "get_profile",
+    "daily_race", "get_daily",
 ]
 assert sorted(KINDS) == sorted(CLIENT_MESSAGES), "a client message type is not fuzzed"
 
@@ -937,6 +941,17 @@ class HandlerMachine(RuleBasedStateMachine):
             case "get_profile":
                 message = GetProfile(
                     player=data.draw(st.sampled_from(["u-000000000000", "p-1", "x"])), id=ident
+                )
+            case "daily_race":
+                message = DailyRace(id=ident)
+            case "get_daily":
+                message = GetDaily(
+                    day=data.draw(st.sampled_from([None, "2026-12-01", "1999-01-01", "2026-02-30",
+                                                   "9999-12-31"])),
+                    bots=data.draw(st.booleans()),
+                    offset=data.draw(st.integers(0, 1_000_000)),
+                    limit=data.draw(st.integers(1, 100)),
+                    id=ident,
                 )
             case _:
                 raise AssertionError(f"no generator for {kind}")

@@ -137,7 +137,8 @@ def imports(path: Path) -> set[str]:
 
 #: The modules of each tier (the bus, the journal, config, logs and metrics are shared).
 SOCKET_TIER = {"socket_tier", "http_routes", "connection", "fanout", "admission",
-               "rate_limit", "sessions", "expiry", "metrics_listener"}
+               "rate_limit", "sessions", "expiry", "metrics_listener", "player_desk",
+               "daily_desk"}
 RACE_TIER = {"race_tier", "host", "race", "lobby", "tournament", "tournament_host",
              "tournament_store", "outbox", "outgoing", "pars", "winnable", "search_worker"}
 

@@ -550,7 +550,7 @@ def test_a_version_6_journal_gains_what_its_players_watch(tmp_path: Path) -> Non
     journal.write_now(PlayersForgotten(("eve",)))
     journal.close()
     assert Journal.load(path).watching == (Watching("ann", "R1"),)
-    assert check_journal(path) == SCHEMA_VERSION == 10
+    assert check_journal(path) == SCHEMA_VERSION == 11
 
 
 def test_a_version_8_journal_gains_claimed_players(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from protocol import (
     decode_server,
     encode,
 )
+from protocol.daily import DailyClientMessage
 from protocol.players import PlayerClientMessage
 from tests.server.exposition import exposition_samples
 
@@ -73,7 +74,9 @@ class WireClient:
         self._next_id += 1
         return self._next_id
 
-    async def send(self, message: ClientMessage | PlayerClientMessage) -> None:
+    async def send(
+        self, message: ClientMessage | PlayerClientMessage | DailyClientMessage
+    ) -> None:
         """Send one message."""
         await self.connection.send(encode(cast(Message, message)))
 
