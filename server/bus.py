@@ -70,6 +70,13 @@ def tournament_feed(code: str) -> str:
     return f"tournament:{code}"
 
 
+def is_tournament_race(race_id: str) -> bool:
+    """Whether ``race_id`` names a race of a tournament (``TOURNAMENT-R1-0`` for a round's,
+    ``TOURNAMENT-A3`` for an arena's, as :class:`~server.tournament.Tournament` makes
+    them): no other race id holds a dash (:func:`server.lobby.new_race_id`)."""
+    return "-" in race_id
+
+
 def session_channel(session_id: str) -> str:
     """The channel of what goes to one session wherever it is connected."""
     return f"session:{session_id}"

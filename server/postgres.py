@@ -67,6 +67,7 @@ from server.store import (
     EVERY_RESOURCE,
     LONE_SERVER,
     Health,
+    Lease,
     LeaseLost,
     LeaseRow,
     StoreBase,
@@ -238,6 +239,31 @@ _UNFINISHED = (
 _HAS_CREATOR = (
     "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema ="
     " current_schema() AND table_name = 'tournaments' AND column_name = 'created_by')"
+)
+#: The unfinished races among some (a node taking them over reads them).
+_UNFINISHED_OF = (
+    "SELECT race_id, code, seed, options, tournament_id, created_at FROM races"
+    " WHERE finished_at IS NULL AND race_id = ANY(%s) ORDER BY created_at"
+)
+_WATCHING_OF = "SELECT player_id, race_id FROM watching WHERE race_id = ANY(%s) ORDER BY seq"
+#: Unfinished races outside tournaments whose lease has lapsed: any node may take them.
+_LAPSED_RACES = (
+    "SELECT r.race_id FROM races r JOIN leases l ON l.resource_id = r.race_id"
+    " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL AND l.expires_at <= {now}"
+    " ORDER BY r.created_at"
+)
+#: Unfinished races of tournaments: the node that runs the tournaments takes them.
+_TOURNAMENT_RACES = (
+    "SELECT race_id FROM races WHERE finished_at IS NULL AND tournament_id IS NOT NULL"
+    " ORDER BY created_at"
+)
+_READ_LEASES = (
+    "SELECT resource_id, owner, epoch, expires_at FROM leases WHERE resource_id = ANY(%s)"
+)
+_RENEW_LEASES = (
+    "UPDATE leases SET expires_at = {now} + %s FROM unnest(%s::text[], %s::bigint[])"
+    " AS held(resource, epoch) WHERE resource_id = held.resource AND leases.epoch ="
+    " held.epoch RETURNING resource_id, owner, leases.epoch, expires_at"
 )
 _COMMANDS_OF = (
     "SELECT race_id, command, at FROM race_commands WHERE race_id = ANY(%s) ORDER BY race_id, seq"
@@ -513,6 +539,84 @@ class PostgresStore(StoreBase):
                 ) from None
 
         return await self._read(read)
+
+    # ------------------------------------------------- a cluster's leases
+
+    async def read_races(self, race_ids: Collection[str]) -> Recovered:
+        """Those of ``race_ids`` that are unfinished, with their commands and who watches
+        them (no players): what a node reads to take races over."""
+
+        async def read(connection: Connection) -> Recovered:
+            ids = list(race_ids)
+            unfinished = await _rows(connection, _UNFINISHED_OF, (ids,))
+            commands = await _rows(connection, _COMMANDS_OF, (ids,)) if unfinished else []
+            watching = await _rows(connection, _WATCHING_OF, (ids,))
+            try:
+                return recovered_from((), unfinished, commands, watching)
+            except (ValueError, KeyError, TypeError) as error:
+                raise _refusal(
+                    self.url, f"holds a record that cannot be read ({failure(error)})"
+                ) from None
+
+        return await self._read(read)
+
+    async def lapsed_races(self, *, of_tournaments: bool) -> list[str]:
+        """The unfinished races whose lease has lapsed (or, ``of_tournaments``, every
+        unfinished race of a tournament, whatever its lease), oldest first."""
+        query = _TOURNAMENT_RACES if of_tournaments else _LAPSED_RACES
+
+        async def read(connection: Connection) -> list[str]:
+            return [row[0] for row in await _rows(connection, query.format(now=_NOW))]
+
+        return await self._read(read)
+
+    async def read_leases(self, resource_ids: Collection[str]) -> dict[str, Lease]:
+        """The leases of those of ``resource_ids`` that have one, as the database holds
+        them now (where a node of a cluster sends a race's commands)."""
+
+        async def read(connection: Connection) -> dict[str, Lease]:
+            rows = await _rows(connection, _READ_LEASES, (list(resource_ids),))
+            return {row[0]: Lease(*row) for row in rows}
+
+        return await self._read(read)
+
+    async def renew_leases(self, leases: Collection[Lease], ttl: float) -> list[Lease]:
+        """Extend every one of ``leases`` still at its epoch, in one statement; the
+        renewed ones (those missing were taken over, and are no longer held)."""
+        if not leases:
+            return []
+        ids = [lease.resource_id for lease in leases]
+        epochs = [lease.epoch for lease in leases]
+
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(connection, _RENEW_LEASES.format(now=_NOW), (ttl, ids, epochs))
+
+        try:
+            async with self._reading, asyncio.timeout(self._timeout):
+                if self._reader is None or self._reader.closed or self._reader.broken:
+                    self._reader = await _connect(self.url, self._timeout)
+                rows = await run(self._reader)  # one statement: its own transaction
+        except (psycopg.OperationalError, TimeoutError) as error:
+            raise self._unavailable(_reason(error)) from None
+        renewed = [Lease(*row) for row in rows]
+        lost = set(ids) - {lease.resource_id for lease in renewed}
+        with self._held_lock:  # one new mapping, however many leases
+            self._held = {
+                **{r: held for r, held in self._held.items() if r not in lost},
+                **{lease.resource_id: lease for lease in renewed},
+            }
+        return renewed
+
+    def cover(self, resource_id: str, lease: Lease) -> None:
+        """Fence the writes of ``resource_id`` with ``lease``, another resource's (a
+        cluster's tournaments and their races are written under the lobby's lease)."""
+        with self._held_lock:
+            self._held = {**self._held, resource_id: lease}
+
+    def let_go(self, resource_ids: Collection[str]) -> None:
+        """Fence nothing more for ``resource_ids``: a write of theirs is refused with
+        :class:`LeaseLost` here, before it reaches the database."""
+        self._let_go(resource_ids)
 
     async def read_results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
         """The stored results of those of ``race_ids`` that have one."""

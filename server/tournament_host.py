@@ -168,6 +168,11 @@ class TournamentRaces(Protocol):
         """Whether ``session_id`` has a connection now."""
         ...
 
+    def cover(self, tournament_id: str) -> None:
+        """The tournament is written from now on (a cluster's node covers it with the
+        lobby's lease)."""
+        ...
+
 
 class TournamentSeeds:
     """The seed source of a winnable tournament's core: it answers at once, never waits.
@@ -672,6 +677,7 @@ class TournamentDesk:
 
     def _adopt(self, tournament: Tournament) -> None:
         code = tournament.code
+        self._races.cover(tournament.tournament_id)
         tournament.is_present = self._races.is_present
         self.tournaments[code] = tournament
         self._outboxes[code] = Outbox(

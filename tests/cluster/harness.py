@@ -64,11 +64,15 @@ class Cluster:
         return [self.nodes[name].url for name in names[at:] + names[:at]]
 
     def leader(self) -> str | None:
-        """The node that holds the lease now, by the store."""
+        """The node that holds the lobby's lease now, by the store."""
+        return self.owner("lobby")
+
+    def owner(self, resource: str) -> str | None:
+        """The node that holds ``resource``'s lease now (a race's id), by the store."""
         with psycopg.connect(self.db, autocommit=True) as connection:
             row = connection.execute(
-                "SELECT owner FROM leases WHERE resource_id = '*'"
-                " AND expires_at > extract(epoch FROM clock_timestamp())"
+                "SELECT owner FROM leases WHERE resource_id = %s"
+                " AND expires_at > extract(epoch FROM clock_timestamp())", (resource,)
             ).fetchone()
         return None if row is None else str(row[0])
 
