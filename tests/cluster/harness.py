@@ -28,7 +28,9 @@ from client.bot_runner import Bot
 from client.bots import get_strategy
 from client.connection import Backoff, Connection, ConnectionFailed
 from protocol import (
+    CreateRace,
     Error,
+    JoinRace,
     MovePlaced,
     QuickRace,
     RaceFinished,
@@ -118,9 +120,14 @@ class Racer(Bot):
     """A bot that keeps everything it is sent. It plays greedy, whose games last: a random
     player's game can be lost in a few cards, before the fault a test makes mid-race."""
 
-    def __init__(self, addresses: Sequence[str], name: str, pace: float) -> None:
+    def __init__(
+        self, addresses: Sequence[str], name: str, pace: float,
+        request: QuickRace | CreateRace | JoinRace | None = None,
+    ) -> None:
+        """A racer on ``addresses[0]`` (the others in turn when it is gone) who sends
+        ``request`` (a quick race unless given) and plays."""
         super().__init__(
-            Connection(addresses, name, bot=True, backoff=BACKOFF), QuickRace(),
+            Connection(addresses, name, bot=True, backoff=BACKOFF), request or QuickRace(),
             get_strategy("greedy"), pace=pace,
         )
         self.seen: list[ServerMessage] = []
