@@ -41,6 +41,7 @@ import concurrent.futures
 import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
@@ -57,6 +58,7 @@ from server.journal import (
     command_to_json,
     player_from_row,
     recovered_from,
+    resource_of,
     statements_of,
 )
 from server.journal_file import JournalRefused
@@ -270,6 +272,16 @@ _COMMANDS_OF = (
 )
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+
+
+@dataclass(slots=True)
+class _Group:
+    """Records of the same races and tournaments submitted in one loop iteration, and the
+    future they share."""
+
+    records: list[Record]
+    done: concurrent.futures.Future[None]
+
 T = TypeVar("T")
 
 _PLACEHOLDERS: dict[str, str] = {}
@@ -315,9 +327,9 @@ class PostgresStore(StoreBase):
         """Jobs that write (:meth:`run`), one at a time."""
         self._running_job = asyncio.Lock()
         self._loop = asyncio.get_running_loop()
-        self._gathering: list[Record] = []
-        self._gathered: concurrent.futures.Future[None] | None = None
-        self._handed: list[tuple[list[Record], concurrent.futures.Future[None]]] = []
+        self._gathering: dict[frozenset[str], _Group] = {}
+        """This iteration's records, by the races and tournaments they write."""
+        self._handed: list[_Group] = []
         """Iterations' records handed to the writer and not yet in a transaction."""
         self._wake = asyncio.Event()
         self._closed = False
@@ -382,21 +394,28 @@ class PostgresStore(StoreBase):
 
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
         """Queue ``records`` for the transaction of this loop iteration (call it from the
-        event loop); the future resolves once that transaction has committed."""
+        event loop); the future, shared with the records this iteration submits for the
+        same races and tournaments, resolves once they are committed. A transaction one
+        of whose leases was taken over is written again without the records of that
+        lease, whose futures alone are refused (:class:`LeaseLost`)."""
         if self._closed:
             raise RuntimeError("the store is closed")
-        done = self._gathered
-        if done is None:
-            done = self._gathered = concurrent.futures.Future()
+        if not self._gathering:
             self._loop.call_soon(self._hand_over)  # at the end of this iteration
-        self._gathering.extend(records)
-        return done
+        key = frozenset(
+            resource for record in records if (resource := resource_of(record)) is not None
+        )
+        group = self._gathering.get(key)
+        if group is None:
+            group = self._gathering[key] = _Group([], concurrent.futures.Future())
+        group.records.extend(records)
+        return group.done
 
     def _hand_over(self) -> None:
-        if self._gathered is None:
+        if not self._gathering:
             return
-        self._handed.append((self._gathering, self._gathered))
-        self._gathering, self._gathered = [], None
+        self._handed.extend(self._gathering.values())
+        self._gathering = {}
         self._wake.set()
 
     async def _write_handed(self) -> None:
@@ -407,15 +426,37 @@ class PostgresStore(StoreBase):
             self._wake.clear()
             while self._handed:
                 handed, self._handed = self._handed, []
-                records = [record for records, _ in handed for record in records]
-                try:
-                    error = await self._commit(records)
-                except Exception as failure:  # a writer that died would leave every move waiting
-                    error = failure
-                for _, done in handed:
-                    self._settle(done, error)
+                while handed:
+                    records = [record for group in handed for record in group.records]
+                    try:
+                        error = await self._commit(records)
+                    except Exception as failure:  # a dead writer would leave every move waiting
+                        error = failure
+                    refused = self._refused_groups(handed, error)
+                    for group in refused:
+                        self._settle(group.done, error)
+                    handed = [group for group in handed if group not in refused]
             if self._closed:
                 return
+
+    def _refused_groups(self, handed: list[_Group], error: Exception | None) -> list[_Group]:
+        """The groups a transaction's outcome settles: all of them, unless it was refused
+        for leases some groups alone depend on (the others are written again)."""
+        if not isinstance(error, LeaseLost):
+            return handed
+        stale = set(error.resources)
+        if EVERY_RESOURCE in stale:
+            return handed  # a lone server's lease covers every record
+        refused = []
+        for group in handed:
+            try:
+                fences = fences_of(group.records, self._held)
+            except LeaseLost:
+                refused.append(group)  # a lease found lost: let go already
+                continue
+            if stale & set(fences):
+                refused.append(group)
+        return refused or handed
 
     async def _commit(self, records: list[Record]) -> Exception | None:
         """Write ``records`` in one transaction; what refused it, if anything."""
