@@ -2,8 +2,9 @@
 
 Each test plays a real race with the real client's bots, spread over the nodes, does
 something to the cluster mid-race (nothing, SIGKILL of the leader, which runs the quick
-races, SIGSTOP of it past its leases, a Redis restart, the database unavailable), lets the race finish, and checks what
-the racers saw against what the journal holds (:func:`check_result`).
+races, SIGSTOP of it past its leases, a Redis restart, the database unavailable), lets the
+race finish, and checks what the racers saw against what the journal holds
+(:func:`check_result`).
 """
 
 from __future__ import annotations
