@@ -119,8 +119,8 @@ class ClusterNode:
         lobby's."""
         self._reserved: list[str] = []
         """Race ids leased for races not made yet."""
-        self._covered: set[str] = set()
-        """Tournaments and their races, written under the lobby's lease."""
+        self._covered: dict[str, str] = {}
+        """The races of tournaments, each written under its tournament's lease."""
         self._taking: set[str] = set()
         """Resources being taken over: their commands wait until they are rebuilt."""
         self._trusted_until = float("-inf")
@@ -169,11 +169,13 @@ class ClusterNode:
             Ownership(
                 new_race_id=self._reserved_race_id,
                 cover=self._cover,
-                race_gone=self._race_gone,
+                lease=self._lease_tournament,
+                gone=self._gone,
                 race_failed=self._race_failed,
             ),
         )
         tier.start()
+        tier.tournaments.start_clock()  # tournaments come as they are made or taken over
         return tier
 
     # ------------------------------------------------------------- commands
@@ -259,19 +261,25 @@ class ClusterNode:
         self._put_through_held()
 
     async def _lose(self, resources: Collection[str], reason: str) -> None:
-        """These leases are no longer this node's: drop their races (the lobby's: start
-        afresh)."""
-        if LOBBY_LEASE in resources:
-            await self._start_afresh(reason)
-            return
+        """These leases are no longer this node's: drop their races and tournaments (the
+        lobby's: lead no more)."""
+        if LOBBY_LEASE in resources and self.role is NodeRole.LEADER:
+            # Another node runs the lobby now; this one keeps its races (each has its own
+            # lease), and takes no new quick race.
+            self.role = NodeRole.FOLLOWER
+            log_event("leader_stepped_down", logging.WARNING, node=self.node_id, reason=reason)
+        tier = self.tier
+        races = [] if tier is None else tier.drop_tournaments(resources)
+        for race_id in races:
+            self._covered.pop(race_id, None)
         for resource in resources:
             self._leases.pop(resource, None)
             self._bus.forget_owner(resource)
             if resource in self._reserved:
                 self._reserved.remove(resource)
-        self._store.let_go(resources)
-        if self.tier is not None:
-            self.tier.drop(resources)
+        self._store.let_go([*resources, *races])
+        if tier is not None:
+            tier.drop(resources)
         log_event("races_lost", logging.WARNING, node=self.node_id, races=sorted(resources),
                   reason=reason)
 
@@ -313,20 +321,30 @@ class ClusterNode:
     def _suspended(self) -> bool:
         return self.role is NodeRole.SUSPENDED
 
-    def _cover(self, resource: str) -> None:
-        """A tournament, or a race of one, is written under the lobby's lease."""
-        lobby = self._leases.get(LOBBY_LEASE)
-        if lobby is not None:
-            self._store.cover(resource, lobby)
-            self._covered.add(resource)
+    def _cover(self, race_id: str, tournament_id: str) -> None:
+        """A race of a tournament is written under its tournament's lease."""
+        lease = self._leases.get(tournament_id)
+        if lease is not None:
+            self._store.cover(race_id, lease)
+            self._covered[race_id] = tournament_id
 
-    def _race_gone(self, race_id: str) -> None:
-        """A race is over and forgotten: its lease is kept for good (nobody takes it
-        over), and renewed no more."""
-        lease = self._leases.pop(race_id, None)
-        if race_id in self._covered:
-            self._covered.discard(race_id)
-            self._store.let_go((race_id,))
+    async def _lease_tournament(self, tournament_id: str) -> bool:
+        """Take the lease of a new tournament (made on this node)."""
+        try:
+            lease = await self._store.acquire_lease(tournament_id, self.node_id, self._ttl)
+        except StoreError:  # (LeaseHeld: another node has one of that code)
+            return False
+        if self._suspended():
+            return False
+        self._leases[tournament_id] = lease
+        return True
+
+    def _gone(self, resource: str) -> None:
+        """A race or tournament is over and forgotten: its lease is kept for good (nobody
+        takes it over), and renewed no more."""
+        lease = self._leases.pop(resource, None)
+        if self._covered.pop(resource, None) is not None:
+            self._store.let_go((resource,))
         if lease is not None:
             self._background(self._retire(lease))
 
@@ -366,84 +384,81 @@ class ClusterNode:
         await self._lead(lease, asked)
 
     async def _lead(self, lease: Lease, asked: float) -> None:
-        """Run the lobby: take the tournaments and their races over from the store."""
-        async with self._changing:
-            tier = self.tier
-            if tier is None:
-                return
-            self._leases[LOBBY_LEASE] = lease
-            self._trusted_until = min(self._trusted_until, asked + self._ttl * TRUSTED_SHARE)
-            self._taking.add(LOBBY_LEASE)
-            try:
-                race_ids = await self._store.lapsed_races(of_tournaments=True)
-                for race_id in race_ids:
-                    self._cover(race_id)
-                recovered = await self._store.read_races(race_ids)
-                tier.take_over(recovered)
-                await tier.tournaments.start()
-            except Exception as error:
-                log_event("leader_failed", logging.ERROR, node=self.node_id,
-                          error=failure(error))
-                self._taking.discard(LOBBY_LEASE)
-                self._background(self._start_afresh("the tournaments could not be read"))
-                return
-            self.role = NodeRole.LEADER
-            self._taking.discard(LOBBY_LEASE)
-            self._bus.forget_owner(LOBBY_LEASE)
-        log_event("leader", node=self.node_id, epoch=lease.epoch,
-                  tournaments=len(tier.tournaments.tournaments))
-        # Every entrant and watcher of a tournament is sent where it stands.
-        self._bus.resync([LOBBY_LEASE], None if tier.tournaments.tournaments else ())
-        self._put_through_held()
+        """Run the lobby (quick races and public races, the list) from now on."""
+        self._leases[LOBBY_LEASE] = lease
+        self._trusted_until = min(self._trusted_until, asked + self._ttl * TRUSTED_SHARE)
+        self.role = NodeRole.LEADER
+        log_event("leader", node=self.node_id, epoch=lease.epoch)
+        self._bus.resync([LOBBY_LEASE], ())  # every node reads the lobby's owner again
 
     async def _take_over_lapsed(self) -> None:
-        """Acquire the lapsed leases of unfinished races, and run those races here."""
+        """Acquire the lapsed leases of unfinished races and tournaments, and run them
+        here."""
         try:
-            lapsed = await self._store.lapsed_races(of_tournaments=False)
+            races, tournaments = await self._store.lapsed()
         except (StoreError, JournalRefused):
             return
-        taken: list[str] = []
-        for race_id in lapsed[:TAKEN_AT_ONCE]:
-            if self.owns(race_id):
-                continue
-            try:
-                lease = await self._store.acquire_lease(race_id, self.node_id, self._ttl)
-            except LeaseHeld:
-                continue  # another node was quicker
-            except StoreError:
-                break
-            self._leases[race_id] = lease
-            self._taking.add(race_id)
-            taken.append(race_id)
-        if taken:
-            await self._bring_back(taken)
+        taken: dict[str, list[str]] = {"races": [], "tournaments": []}
+        for kind, resources in (("races", races), ("tournaments", tournaments)):
+            for resource in resources[:TAKEN_AT_ONCE]:
+                if self.owns(resource):
+                    continue
+                try:
+                    lease = await self._store.acquire_lease(resource, self.node_id, self._ttl)
+                except LeaseHeld:
+                    continue  # another node was quicker
+                except StoreError:
+                    break
+                self._leases[resource] = lease
+                self._taking.add(resource)
+                taken[kind].append(resource)
+        if taken["races"] or taken["tournaments"]:
+            await self._bring_back(taken["races"], taken["tournaments"])
 
-    async def _bring_back(self, race_ids: list[str]) -> None:
-        """Rebuild races whose leases this node has just taken, and have their racers and
-        spectators sent where they stand."""
+    async def _bring_back(self, race_ids: list[str], tournament_ids: list[str]) -> None:
+        """Rebuild the races and tournaments (with their races) whose leases this node
+        has just taken, and have their racers, spectators and entrants sent where they
+        stand."""
         async with self._changing:
             tier = self.tier
+            taken = [*race_ids, *tournament_ids]
             try:
                 if tier is None:
                     raise StoreUnavailable("the node is suspended")
-                recovered = await self._store.read_races(race_ids)
+                of_tournaments = await self._store.races_of(tournament_ids)
+                for race_id, tournament_id in of_tournaments:
+                    self._cover(race_id, tournament_id)
+                    self._taking.add(race_id)
+                recovered = await self._store.read_races(
+                    [*race_ids, *(race_id for race_id, _ in of_tournaments)]
+                )
+                stored = [
+                    kept for code in tournament_ids
+                    for kept in await self._store.read_tournaments(code, include_finished=False)
+                ]
             except (StoreError, JournalRefused) as error:
-                self._taking.difference_update(race_ids)
-                for race_id in race_ids:
-                    lease = self._leases.pop(race_id, None)
+                self._taking.difference_update(taken)
+                for resource in taken:
+                    lease = self._leases.pop(resource, None)
                     if lease is not None:
                         self._background(self._release(lease))
                 log_event("takeover_failed", logging.ERROR, node=self.node_id,
                           error=str(error))
                 return
             sessions = tier.take_over(recovered)
-            for race_id in race_ids:
-                self._taking.discard(race_id)
-                self._bus.forget_owner(race_id)
-                if race_id not in tier.hosts:  # over, or nobody left in it: kept for good
-                    self._race_gone(race_id)
-        log_event("races_taken_over", node=self.node_id, races=race_ids)
-        self._bus.resync(race_ids, sessions)
+            sessions.extend(await tier.tournaments.take_over(stored))
+            kept = {kept.opened.tournament_id for kept in stored}
+            for resource in [*taken, *(race_id for race_id, _ in of_tournaments)]:
+                self._taking.discard(resource)
+                self._bus.forget_owner(resource)
+                if resource in race_ids and resource not in tier.hosts:
+                    self._gone(resource)  # over, or nobody left in it: kept for good
+                elif resource in tournament_ids and resource not in kept:
+                    self._gone(resource)  # finished meanwhile
+        log_event("races_taken_over", node=self.node_id, races=race_ids,
+                  tournaments=tournament_ids)
+        self._bus.resync([*taken, *(race_id for race_id, _ in of_tournaments)],
+                         list(dict.fromkeys(sessions)))
         self._put_through_held()
 
     # ------------------------------------------------------------- failures
@@ -453,14 +468,11 @@ class ClusterNode:
         if isinstance(error, StoreUnavailable):
             self._background(self._suspend(error))
             return
+        owner = self._covered.get(race_id, race_id)  # a tournament goes with its races
         lost = set(error.resources) if isinstance(error, LeaseLost) else set()
-        if LOBBY_LEASE in lost or (race_id in self._covered and lost):
-            self._background(self._start_afresh(str(error)))
-            return
-        lost.discard(race_id)
-        self._background(self._lose(lost | {race_id}, str(error)))
         # Its lease, if still this node's, is let go: its stored state is taken up again.
-        lease = self._leases.get(race_id)
+        lease = self._leases.get(owner)
+        self._background(self._lose(lost | {owner}, str(error)))
         if lease is not None:
             self._background(self._release(lease))
 
@@ -468,6 +480,8 @@ class ClusterNode:
         """A write of the lobby or a tournament failed."""
         if isinstance(error, StoreUnavailable):
             self._background(self._suspend(error))
+        elif isinstance(error, LeaseLost):
+            self._background(self._lose(error.resources, str(error)))
         else:
             self._background(self._start_afresh(str(error)))
 
@@ -482,7 +496,7 @@ class ClusterNode:
             held, self._held = self._held, []
             self._drop_tier()
             self._store.let_go(list(self._leases) + list(self._covered))
-            self._leases, self._covered, self._reserved = {}, set(), []
+            self._leases, self._covered, self._reserved = {}, {}, []
             self._taking.clear()
             for command in held:
                 self._bus.publish(undelivered(command))
@@ -521,7 +535,7 @@ class ClusterNode:
         """Release every lease (their races are taken over at once by other nodes)."""
         leases = list(self._leases.values())
         self._store.let_go(list(self._leases) + list(self._covered))
-        self._leases, self._covered, self._reserved = {}, set(), []
+        self._leases, self._covered, self._reserved = {}, {}, []
         self._taking.clear()
         for lease in leases:
             await self._release(lease)

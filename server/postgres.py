@@ -254,9 +254,16 @@ _LAPSED_RACES = (
     " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL AND l.expires_at <= {now}"
     " ORDER BY r.created_at"
 )
-#: Unfinished races of tournaments: the node that runs the tournaments takes them.
+#: Unfinished tournaments whose lease has lapsed.
+_LAPSED_TOURNAMENTS = (
+    "SELECT t.tournament_id FROM tournaments t JOIN leases l ON l.resource_id ="
+    " t.tournament_id WHERE t.status <> 'finished' AND l.expires_at <= {now}"
+    " ORDER BY t.created_at"
+)
+#: The unfinished races of some tournaments (the node taking a tournament over takes them).
 _TOURNAMENT_RACES = (
-    "SELECT race_id FROM races WHERE finished_at IS NULL AND tournament_id IS NOT NULL"
+    "SELECT race_id, tournament_id FROM races WHERE finished_at IS NULL"
+    " AND tournament_id = ANY(%s)"
     " ORDER BY created_at"
 )
 _READ_LEASES = (
@@ -601,13 +608,26 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
-    async def lapsed_races(self, *, of_tournaments: bool) -> list[str]:
-        """The unfinished races whose lease has lapsed (or, ``of_tournaments``, every
-        unfinished race of a tournament, whatever its lease), oldest first."""
-        query = _TOURNAMENT_RACES if of_tournaments else _LAPSED_RACES
+    async def lapsed(self) -> tuple[list[str], list[str]]:
+        """The unfinished races outside tournaments and the unfinished tournaments whose
+        lease has lapsed, oldest first: what a node of a cluster may take over."""
 
-        async def read(connection: Connection) -> list[str]:
-            return [row[0] for row in await _rows(connection, query.format(now=_NOW))]
+        async def read(connection: Connection) -> tuple[list[str], list[str]]:
+            races = await _rows(connection, _LAPSED_RACES.format(now=_NOW))
+            tournaments = await _rows(connection, _LAPSED_TOURNAMENTS.format(now=_NOW))
+            return [row[0] for row in races], [row[0] for row in tournaments]
+
+        return await self._read(read)
+
+    async def races_of(self, tournament_ids: Collection[str]) -> list[tuple[str, str]]:
+        """The unfinished races of these tournaments, oldest first, each with its
+        tournament."""
+        if not tournament_ids:
+            return []
+
+        async def read(connection: Connection) -> list[tuple[str, str]]:
+            rows = await _rows(connection, _TOURNAMENT_RACES, (list(tournament_ids),))
+            return [(row[0], row[1]) for row in rows]
 
         return await self._read(read)
 

@@ -16,7 +16,7 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import Callable, Collection, Container, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Container, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,8 +81,13 @@ class Refused(Exception):
         self.message = message
 
 
-def _nothing(_: str) -> None:
+def _nothing(*_: str) -> None:
     """A hook nobody needs (one process: its lease of every resource covers everything)."""
+
+
+async def _leased(_: str) -> bool:
+    """One process holds the lease of every resource."""
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +97,13 @@ class Ownership:
 
     new_race_id: Callable[[Container[str]], str] = lobbies.new_race_id
     """The id of a new race (a cluster's node takes one it holds the lease of already)."""
-    cover: Callable[[str], None] = _nothing
-    """A tournament, or a race of one, is written from now on (under the lobby's lease)."""
-    race_gone: Callable[[str], None] = _nothing
-    """A race is over and forgotten: nothing writes it any more."""
+    cover: Callable[[str, str], None] = _nothing
+    """A race of a tournament (the first id) is written from now on, under the lease of
+    its tournament (the second)."""
+    lease: Callable[[str], Awaitable[bool]] = _leased
+    """Take the lease of a new tournament; ``False``: it cannot be had now."""
+    gone: Callable[[str], None] = _nothing
+    """A race or tournament is over and forgotten: nothing writes it any more."""
     race_failed: Callable[[str, Exception], None] | None = None
     """A write of this race failed (``None``: the tier's journal-failure policy)."""
 
@@ -179,6 +187,13 @@ class RaceTier:
             self.lobby.apply(lobbies.RaceGone(race_id))
             for watching in self._watching.values():
                 watching.pop(race_id, None)
+
+    def drop_tournaments(self, codes: Collection[str]) -> list[str]:
+        """Stop running these tournaments and their races (see :meth:`drop`); the ids of
+        their races."""
+        races = self.tournaments.drop(codes)
+        self.drop(races)
+        return races
 
     def _restore(self, recovered: Recovered, known: set[str] | None) -> None:
         """Races and who watches them, as stored (only sessions in ``known``, if given)."""
@@ -516,8 +531,8 @@ class RaceTier:
         a tournament share one). Private races (``public=False``) get their id as a code."""
         if race_id is None:
             race_id = self._ownership.new_race_id(self.hosts)
-        elif tournament_id is not None:
-            self._ownership.cover(race_id)
+        if tournament_id is not None:
+            self._ownership.cover(race_id, tournament_id)
         if seed is None:
             seed = self.config.seed_source()
         race = core.Race(race_id, seed, options, code=None if options.public else race_id)
@@ -578,9 +593,13 @@ class RaceTier:
                 if host is not None:
                     self._forget(host)
 
-    def cover(self, tournament_id: str) -> None:
-        """See :meth:`~server.tournament_host.TournamentRaces.cover`."""
-        self._ownership.cover(tournament_id)
+    async def lease(self, tournament_id: str) -> bool:
+        """See :meth:`~server.tournament_host.TournamentRaces.lease`."""
+        return await self._ownership.lease(tournament_id)
+
+    def gone(self, resource_id: str) -> None:
+        """See :meth:`~server.tournament_host.TournamentRaces.gone`."""
+        self._ownership.gone(resource_id)
 
     def _changed(self, host: RaceHost) -> None:
         race = host.race
@@ -795,7 +814,7 @@ class RaceTier:
         if self.hosts.get(host.race_id) is host:
             del self.hosts[host.race_id]
             self.lobby.apply(lobbies.RaceGone(host.race_id))
-            self._ownership.race_gone(host.race_id)
+            self._ownership.gone(host.race_id)
         self.pars.forget(host)
         host.stop()
 

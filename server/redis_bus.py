@@ -51,7 +51,7 @@ from enum import Enum
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from protocol import CreateRace, CreateTournament, ErrorCode, ListRaces, QuickRace
+from protocol import CreateRace, ErrorCode, ListRaces, QuickRace
 from server.bus import (
     LOBBY,
     Attach,
@@ -67,8 +67,8 @@ from server.bus import (
     Refuse,
     Request,
     channel_of,
-    is_tournament_race,
     route,
+    tournament_of_race,
 )
 from server.bus_codec import pack, unpack
 from server.logs import failure, log_event
@@ -87,7 +87,7 @@ OWNERS_KEPT = 100_000
 #: In a resync, in place of session ids: every session (no session id holds a space).
 _EVERY_SESSION = " all"
 
-#: The lease of the lobby: quick races, public races, the list, and the tournaments.
+#: The lease of the lobby: quick races, public races and the list.
 LOBBY_LEASE = LOBBY
 
 #: The refusal of a request that reached no owner in time.
@@ -107,8 +107,8 @@ class Place(Enum):
 
 
 def placement(command: Command) -> str | Place:
-    """Where ``command`` goes: the resource whose lease holder runs it (a race's id, or
-    :data:`LOBBY_LEASE`), or a :class:`Place`.
+    """Where ``command`` goes: the resource whose lease holder runs it (a race's id, a
+    tournament's, or :data:`LOBBY_LEASE`), or a :class:`Place`.
 
     >>> from protocol import Role
     >>> from server.bus import Caller
@@ -125,11 +125,11 @@ def placement(command: Command) -> str | Place:
     where = route(command)
     if where.startswith("race:"):
         race_id = where.removeprefix("race:")
-        return LOBBY_LEASE if is_tournament_race(race_id) else race_id
-    if where != LOBBY:
-        return LOBBY_LEASE  # a tournament's: the lobby's holder runs the tournaments
+        return tournament_of_race(race_id) or race_id  # a tournament runs its races
+    if where.startswith("tournament:"):
+        return where.removeprefix("tournament:")  # a tournament's code is its id
     message = command.message
-    if isinstance(message, QuickRace | ListRaces | CreateTournament):
+    if isinstance(message, QuickRace | ListRaces):
         return LOBBY_LEASE
     if isinstance(message, CreateRace) and message.options.public:
         return LOBBY_LEASE  # listed: the lobby keeps the list
