@@ -6,33 +6,33 @@ one node, the holder of the race's **lease** (a row of the store's ``leases`` ta
 for ``lease_ttl`` seconds and renewed every third of that), and every write of the race
 carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
 
-- **Where races run.** A private race runs on the node where it was asked for. The
-  **lobby** (quick races and public races, the list of races, and the tournaments with
-  their races) runs on the node that holds the lease of :data:`LOBBY_LEASE`, the
-  *leader*: a quick race fills from players on every node. A node makes a race under a
-  lease it took beforehand (:data:`RESERVED_RACE_IDS` race ids are leased in advance, so
-  opening a race never waits for the store); a tournament and its races are written under
-  the lobby's lease. The bus carries each command to the holder of its race's lease
-  (:mod:`server.redis_bus`).
+- **Where races run.** A private race, and a tournament with its races, runs on the
+  node where it was asked for. The **lobby** (quick races and public races, the list of
+  races) runs on the node that holds the lease of :data:`LOBBY_LEASE`, the *leader*: a
+  quick race fills from players on every node. A node makes a race under a lease it took
+  beforehand (:data:`RESERVED_RACE_IDS` race ids are leased in advance, so opening a race
+  never waits for the store); a tournament's code is leased before it is made, and its
+  races are written under its lease. The bus carries each command to the holder of its
+  race's or tournament's lease (:mod:`server.redis_bus`).
 - **Renewal.** Every ``lease_ttl / 3`` a node renews all its leases in one statement. It
   handles a command only while its leases are surely still its own by its own clock
   (``lease_ttl`` from the moment it asked for the last renewal, less a tenth); past that
-  it holds commands until a renewal answers. A lease found taken drops its race alone
-  (held commands for it go on to its new owner); the lobby's found taken makes the node
-  start afresh, with no race (the others take its races over).
-- **Taking over.** Every ``lease_ttl / 3`` a node also looks for unfinished races whose
-  lease has lapsed (their node died, stopped, or let them go) and acquires them, one
-  statement each deciding the winner; it reads them from the store, rebuilds them as a
-  restarted server does (every racer still racing gets a fresh reconnect grace), and
-  tells every node to send their racers and spectators again (a move that was in flight
-  on the old owner, and never answered, is sent again by the client on seeing its card).
-  A node that wins the lobby's lease takes the tournaments and their races over the same
-  way.
+  it holds commands until a renewal answers. A lease found taken drops its race alone,
+  or its tournament with the tournament's races (held commands for them go on to their
+  new owner); the lobby's found taken makes the node lead no more.
+- **Taking over.** Every ``lease_ttl / 3`` a node also looks for unfinished races and
+  tournaments whose lease has lapsed (their node died, stopped, or let them go) and
+  acquires them, one statement each deciding the winner; it reads them from the store,
+  rebuilds them as a restarted server does (every racer still racing gets a fresh
+  reconnect grace), and tells every node to send their racers, spectators and entrants
+  again (a move that was in flight on the old owner, and never answered, is sent again by
+  the client on seeing its card).
 - **No split brain.** Whatever a node still writes after another took a lease over (a
   race's clock, a command held while it was stopped) carries the old epoch and is
   refused whole by the store: nothing of it is stored, so nothing of it is acknowledged.
-  The race whose write was refused is dropped (and so is any race of the same refused
-  transaction, whose lease is let go for the store's copy to be taken up again).
+  The race whose write was refused is dropped (with its tournament, if it has one); a
+  race whose write failed otherwise is dropped too, and its lease let go for the store's
+  copy to be taken up again.
 - **The store down.** A write or renewal that fails with
   :class:`~server.store.StoreUnavailable` *suspends* the node: its race tier is dropped
   (its memory may be ahead of the store), and every request is refused at once with

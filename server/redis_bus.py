@@ -1,15 +1,16 @@
 """The bus between the nodes of a cluster, over Redis pub/sub (``--cluster redis://...``).
 
-Every node runs a socket tier and a race tier; each race is run by one node, the holder
-of its lease, and the *lobby* (quick races, public races, the list of races, and the
-tournaments with their races) by the holder of the lobby's lease (:mod:`server.cluster`).
+Every node runs a socket tier and a race tier; each race and each tournament (with its
+races) is run by one node, the holder of its lease, and the *lobby* (quick races, public
+races, the list of races) by the holder of the lobby's lease (:mod:`server.cluster`).
 :class:`RedisBus` is the :class:`~server.bus.Bus` of one node:
 
 - **Commands.** Where a command goes is its *place* (:func:`placement`): this node (a
-  private race is made where it is asked for, the expiry's question), every node
-  (a session coming or going: each race tier keeps who is present), or the holder of a
-  lease (a race's, or the lobby's). :meth:`send` hands it to the local race tier at
-  once when that is this node, as the in-process bus does; otherwise it publishes it on
+  private race or a tournament is made where it is asked for, the expiry's question),
+  every node (a session coming or going: each race tier keeps who is present), or the
+  holder of a lease (a race's, a tournament's, or the lobby's). :meth:`send` hands it
+  to the local race tier at once when that is this node, as the in-process bus does;
+  otherwise it publishes it on
   the owner's own channel (``cluster:node:ID``), the owner read from the store's
   ``leases`` table once and kept (the node's ``resolve`` callback). Redis says how many
   subscribers a message reached: none means the owner is gone (a failover is under way),
