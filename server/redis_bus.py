@@ -10,12 +10,12 @@ races, the list of races) by the holder of the lobby's lease (:mod:`server.clust
   every node (a session coming or going: each race tier keeps who is present), or the
   holder of a lease (a race's, a tournament's, or the lobby's). :meth:`send` hands it
   to the local race tier at once when that is this node, as the in-process bus does;
-  otherwise it publishes it on
-  the owner's own channel (``cluster:node:ID``), the owner read from the store's
-  ``leases`` table once and kept (the node's ``resolve`` callback). Redis says how many
-  subscribers a message reached: none means the owner is gone (a failover is under way),
-  so the command is sent again, in order behind it the later ones of the same place,
-  every :data:`RETRY_INTERVAL` seconds, the owner read afresh; one still undelivered
+  otherwise it publishes it on the owner's own channel (``cluster:node:ID``), the owner
+  read from the store's ``leases`` table once and kept (the node's ``resolve``
+  callback). Redis says how many subscribers a message reached: none means the owner is
+  gone (a failover is under way), so the command is sent again, in order behind it the
+  later ones of the same place, every :data:`RETRY_INTERVAL` seconds, the owner read
+  afresh; one still undelivered
   after ``failover_wait`` seconds is answered here instead (a request with
   ``unavailable``, an :class:`~server.bus.Attach` with its :class:`~server.bus.Done`):
   never both, never half. A node that gets a command for a place it does not hold (its
