@@ -69,8 +69,9 @@ from server.store import Lease, LeaseHeld, LeaseLost, StoreError, StoreUnavailab
 #: after that, so this leaves room for clocks that do not tick quite alike.
 TRUSTED_SHARE = 0.9
 
-#: Race ids a node holds the lease of before it needs them (a new race takes one at once).
-RESERVED_RACE_IDS = 16
+#: Race ids a node holds the lease of before it needs them (a new race takes one at once;
+#: a quarter used, as many are leased again in one statement).
+RESERVED_RACE_IDS = 64
 
 #: Races a node takes over in one turn at most (the rest at the next turns, or by others).
 TAKEN_AT_ONCE = 200
@@ -297,26 +298,28 @@ class ClusterNode:
         )
 
     def _reserve_soon(self) -> None:
-        if len(self._reserved) < RESERVED_RACE_IDS // 2 and (
+        if len(self._reserved) < RESERVED_RACE_IDS * 3 // 4 and (
             self._reserving is None or self._reserving.done()
         ):
             self._reserving = self._loop.create_task(self._reserve())
 
     async def _reserve(self) -> None:
-        """Lease race ids for the races this node will make (fresh ids: nobody has them)."""
+        """Lease race ids for the races this node will make (fresh ids, never leased),
+        as many as are missing in one statement."""
         while len(self._reserved) < RESERVED_RACE_IDS and not self._suspended():
             taken = set(self._leases) | (set(self.tier.hosts) if self.tier else set())
-            race_id = new_race_id(taken)
+            fresh: set[str] = set()
+            while len(fresh) < RESERVED_RACE_IDS - len(self._reserved):
+                fresh.add(new_race_id(taken | fresh))
             try:
-                lease = await self._store.acquire_lease(race_id, self.node_id, self._ttl)
-            except LeaseHeld:
-                continue
+                leases = await self._store.lease_fresh(fresh, self.node_id, self._ttl)
             except StoreError:
                 return  # the store is down: the renewal says so
-            if self._suspended():  # (let go meanwhile: it lapses unused)
+            if self._suspended():  # (let go meanwhile: they lapse unused)
                 return
-            self._leases[race_id] = lease
-            self._reserved.append(race_id)
+            for lease in leases:
+                self._leases[lease.resource_id] = lease
+                self._reserved.append(lease.resource_id)
 
     def _suspended(self) -> bool:
         return self.role is NodeRole.SUSPENDED
@@ -422,6 +425,7 @@ class ClusterNode:
         async with self._changing:
             tier = self.tier
             taken = [*race_ids, *tournament_ids]
+            of_tournaments: list[tuple[str, str]] = []
             try:
                 if tier is None:
                     raise StoreUnavailable("the node is suspended")
@@ -436,17 +440,24 @@ class ClusterNode:
                     kept for code in tournament_ids
                     for kept in await self._store.read_tournaments(code, include_finished=False)
                 ]
-            except (StoreError, JournalRefused) as error:
-                self._taking.difference_update(taken)
+                sessions = tier.take_over(recovered)
+                sessions.extend(await tier.tournaments.take_over(stored))
+            except Exception as error:  # nothing may stay half taken: let them all go
+                covered = [race_id for race_id, _ in of_tournaments]
+                if tier is not None:
+                    tier.drop_tournaments(tournament_ids)
+                    tier.drop([*race_ids, *covered])
+                for race_id in covered:
+                    self._covered.pop(race_id, None)
+                self._store.let_go(covered)
+                self._taking.difference_update([*taken, *covered])
                 for resource in taken:
                     lease = self._leases.pop(resource, None)
                     if lease is not None:
                         self._background(self._release(lease))
                 log_event("takeover_failed", logging.ERROR, node=self.node_id,
-                          error=str(error))
+                          error=failure(error))
                 return
-            sessions = tier.take_over(recovered)
-            sessions.extend(await tier.tournaments.take_over(stored))
             kept = {kept.opened.tournament_id for kept in stored}
             for resource in [*taken, *(race_id for race_id, _ in of_tournaments)]:
                 self._taking.discard(resource)

@@ -269,6 +269,11 @@ _TOURNAMENT_RACES = (
 _READ_LEASES = (
     "SELECT resource_id, owner, epoch, expires_at FROM leases WHERE resource_id = ANY(%s)"
 )
+_LEASE_FRESH = (
+    "INSERT INTO leases (resource_id, owner, epoch, expires_at)"
+    " SELECT fresh, %s, 1, {now} + %s FROM unnest(%s::text[]) AS fresh"
+    " ON CONFLICT (resource_id) DO NOTHING RETURNING resource_id, owner, epoch, expires_at"
+)
 _RENEW_LEASES = (
     "UPDATE leases SET expires_at = {now} + %s FROM unnest(%s::text[], %s::bigint[])"
     " AS held(resource, epoch) WHERE resource_id = held.resource AND leases.epoch ="
@@ -641,6 +646,38 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
+    async def lease_fresh(
+        self, resource_ids: Collection[str], owner: str, ttl: float
+    ) -> list[Lease]:
+        """Take the leases of those of ``resource_ids`` that have never had one (new race
+        ids, leased ahead), in one statement; the leases taken (an id taken before, by
+        any node, is left out)."""
+        if not resource_ids:
+            return []
+        ids = list(resource_ids)
+
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(connection, _LEASE_FRESH.format(now=_NOW), (owner, ttl, ids))
+
+        rows = await self._on_lease_connection(run)
+        taken = [Lease(*row) for row in rows]
+        with self._held_lock:
+            self._held = {**self._held, **{lease.resource_id: lease for lease in taken}}
+        return taken
+
+    async def _on_lease_connection(
+        self, run: Callable[[Connection], Awaitable[list[tuple[Any, ...]]]]
+    ) -> list[tuple[Any, ...]]:
+        """``run`` one statement (its own transaction) on the connection of reads and
+        leases; a database that cannot be reached is :class:`StoreUnavailable`."""
+        try:
+            async with self._reading, asyncio.timeout(self._timeout):
+                if self._reader is None or self._reader.closed or self._reader.broken:
+                    self._reader = await _connect(self.url, self._timeout)
+                return await run(self._reader)
+        except (psycopg.OperationalError, TimeoutError) as error:
+            raise self._unavailable(_reason(error)) from None
+
     async def renew_leases(self, leases: Collection[Lease], ttl: float) -> list[Lease]:
         """Extend every one of ``leases`` still at its epoch, in one statement; the
         renewed ones (those missing were taken over, and are no longer held)."""
@@ -652,13 +689,7 @@ class PostgresStore(StoreBase):
         async def run(connection: Connection) -> list[tuple[Any, ...]]:
             return await _rows(connection, _RENEW_LEASES.format(now=_NOW), (ttl, ids, epochs))
 
-        try:
-            async with self._reading, asyncio.timeout(self._timeout):
-                if self._reader is None or self._reader.closed or self._reader.broken:
-                    self._reader = await _connect(self.url, self._timeout)
-                rows = await run(self._reader)  # one statement: its own transaction
-        except (psycopg.OperationalError, TimeoutError) as error:
-            raise self._unavailable(_reason(error)) from None
+        rows = await self._on_lease_connection(run)
         renewed = [Lease(*row) for row in rows]
         lost = set(ids) - {lease.resource_id for lease in renewed}
         with self._held_lock:  # one new mapping, however many leases

@@ -366,6 +366,23 @@ async def test_a_write_for_a_race_whose_lease_is_not_held_is_refused(open_at: Op
 # ------------------------------------------------------------ PostgreSQL only
 
 
+async def test_fresh_leases_are_taken_in_one_statement_leaving_out_those_ever_taken(
+    postgres_url: str,
+) -> None:
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    try:
+        old = await node_b.acquire_lease("R2", "node-b", 0.0)  # expired, but taken once
+        taken = await node_a.lease_fresh(["R1", "R2", "R3"], "node-a", 30.0)
+        assert sorted(lease.resource_id for lease in taken) == ["R1", "R3"]
+        assert {(lease.owner, lease.epoch) for lease in taken} == {("node-a", 1)}
+        assert set(node_a.held_leases) == {"R1", "R3"}
+        assert await node_a.read_lease("R2") == old
+    finally:
+        await node_a.aclose()
+        await node_b.aclose()
+
+
 async def test_a_lease_taken_over_fails_only_its_races_writes_in_a_shared_transaction(
     postgres_url: str,
 ) -> None:
