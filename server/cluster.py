@@ -52,8 +52,8 @@ from collections.abc import Collection, Container, Coroutine
 from enum import Enum
 from typing import Any
 
-from protocol import ErrorCode
-from server.bus import Command
+from protocol import CreateRace, ErrorCode, QuickRace
+from server.bus import Command, Request
 from server.config import ServerConfig
 from server.journal_file import JournalRefused
 from server.lobby import new_race_id
@@ -82,6 +82,11 @@ def new_node_id() -> str:
     that a node restarted on the same host is never taken for the one before it (whose
     leases must lapse, or be taken over, like anyone else's)."""
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+def _may_open_a_race(command: Command) -> bool:
+    """Whether ``command`` may make a race (which takes a race id leased ahead)."""
+    return isinstance(command, Request) and isinstance(command.message, QuickRace | CreateRace)
 
 
 class NodeRole(Enum):
@@ -128,6 +133,8 @@ class ClusterNode:
         """Loop time until which the leases are surely this node's."""
         self._held: list[Command] = []
         """Commands that came while the leases were not surely this node's."""
+        self._short: list[Command] = []
+        """Requests that may open a race, come while no race id was leased ahead."""
         self._renewing: asyncio.Task[None] | None = None
         self._reserving: asyncio.Task[None] | None = None
         self._campaign: asyncio.Task[None] | None = None
@@ -206,6 +213,10 @@ class ClusterNode:
         place = placement(command)
         if isinstance(place, str) and place in self._taking:
             self._held.append(command)  # handled once the race is rebuilt
+            return
+        if not self._reserved and _may_open_a_race(command):
+            self._short.append(command)  # handled once race ids are leased again
+            self._reserve_soon()
             return
         if self._loop.time() < self._trusted_until:
             tier.handle(command)
@@ -320,6 +331,9 @@ class ClusterNode:
             for lease in leases:
                 self._leases[lease.resource_id] = lease
                 self._reserved.append(lease.resource_id)
+            short, self._short = self._short, []
+            for command in short:
+                self.handle(command)
 
     def _suspended(self) -> bool:
         return self.role is NodeRole.SUSPENDED
@@ -504,7 +518,8 @@ class ClusterNode:
                 return
             log_event("node_suspended", logging.ERROR, node=self.node_id, error=str(error))
             self.role = NodeRole.SUSPENDED
-            held, self._held = self._held, []
+            held, self._held = [*self._held, *self._short], []
+            self._short = []
             self._drop_tier()
             self._store.let_go(list(self._leases) + list(self._covered))
             self._leases, self._covered, self._reserved = {}, {}, []

@@ -772,17 +772,11 @@ class PostgresStore(StoreBase):
             raise self._unavailable(_reason(error)) from None
 
     async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
-        async def run(connection: Connection) -> LeaseRow | None:
-            rows = await _rows(connection, _sql(sql.format(now=_NOW)), parameters)
-            return (rows[0][0], rows[0][1], rows[0][2], rows[0][3]) if rows else None
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(connection, _sql(sql.format(now=_NOW)), parameters)
 
-        try:
-            async with self._reading, asyncio.timeout(self._timeout):
-                if self._reader is None or self._reader.closed or self._reader.broken:
-                    self._reader = await _connect(self.url, self._timeout)
-                return await run(self._reader)  # one statement: its own transaction
-        except (psycopg.OperationalError, TimeoutError) as error:
-            raise self._unavailable(_reason(error)) from None
+        rows = await self._on_lease_connection(run)
+        return (rows[0][0], rows[0][1], rows[0][2], rows[0][3]) if rows else None
 
 
 async def _drive(connection: Connection, job: Job) -> Any:
