@@ -274,10 +274,16 @@ _LEASE_FRESH = (
     " SELECT fresh, %s, 1, {now} + %s FROM unnest(%s::text[]) AS fresh"
     " ON CONFLICT (resource_id) DO NOTHING RETURNING resource_id, owner, epoch, expires_at"
 )
+#: The rows are locked in the order of their ids first, the order ``foursquare_fence``
+#: locks them in: rows locked in another order could deadlock with a write transaction
+#: (each holding a row the other waits for) until the database broke the tie.
 _RENEW_LEASES = (
-    "UPDATE leases SET expires_at = {now} + %s FROM unnest(%s::text[], %s::bigint[])"
-    " AS held(resource, epoch) WHERE resource_id = held.resource AND leases.epoch ="
-    " held.epoch RETURNING resource_id, owner, leases.epoch, expires_at"
+    "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
+    " ORDER BY resource_id FOR NO KEY UPDATE)"
+    " UPDATE leases SET expires_at = {now} + %s FROM unnest(%s::text[], %s::bigint[])"
+    " AS held(resource, epoch) WHERE leases.resource_id = held.resource AND leases.epoch ="
+    " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
+    " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
 _COMMANDS_OF = (
     "SELECT race_id, command, at FROM race_commands WHERE race_id = ANY(%s) ORDER BY race_id, seq"
@@ -687,7 +693,9 @@ class PostgresStore(StoreBase):
         epochs = [lease.epoch for lease in leases]
 
         async def run(connection: Connection) -> list[tuple[Any, ...]]:
-            return await _rows(connection, _RENEW_LEASES.format(now=_NOW), (ttl, ids, epochs))
+            return await _rows(
+                connection, _RENEW_LEASES.format(now=_NOW), (ids, ttl, ids, epochs)
+            )
 
         rows = await self._on_lease_connection(run)
         renewed = [Lease(*row) for row in rows]

@@ -383,6 +383,27 @@ async def test_fresh_leases_are_taken_in_one_statement_leaving_out_those_ever_ta
         await node_b.aclose()
 
 
+async def test_leases_are_renewed_in_one_statement_and_one_taken_over_is_let_go(
+    postgres_url: str,
+) -> None:
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    try:
+        leases = [await node_a.acquire_lease(r, "node-a", 1.0) for r in ("R2", "R1", "R3")]
+        await node_b.take_over_lease("R3", "node-b", 30.0)
+        renewed = {lease.resource_id: lease for lease in await node_a.renew_leases(leases, 60.0)}
+        assert sorted(renewed) == ["R1", "R2"]
+        for old in leases[:2]:
+            new = renewed[old.resource_id]
+            assert new.epoch == old.epoch
+            assert new.expires_at is not None and old.expires_at is not None
+            assert new.expires_at > old.expires_at + 30
+        assert set(node_a.held_leases) == {"R1", "R2"}  # R3 is node-b's now
+    finally:
+        await node_a.aclose()
+        await node_b.aclose()
+
+
 async def test_a_lease_taken_over_fails_only_its_races_writes_in_a_shared_transaction(
     postgres_url: str,
 ) -> None:
