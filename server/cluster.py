@@ -189,8 +189,8 @@ class ClusterNode:
     # ------------------------------------------------------------- commands
 
     def owns(self, resource: str) -> bool:
-        """Whether this node runs ``resource`` (a race, or the lobby), or is taking it
-        over (its commands then wait here)."""
+        """Whether this node runs ``resource`` (a race, a tournament, or the lobby), or
+        is taking it over (its commands then wait here)."""
         return resource in self._leases or resource in self._covered or resource in self._taking
 
     async def owners(self, resources: Collection[str]) -> dict[str, str]:
