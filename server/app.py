@@ -31,6 +31,7 @@ from server.logs import log_event
 from server.metrics import Metrics
 from server.metrics_listener import PATH as METRICS_PATH
 from server.metrics_listener import serve_metrics
+from server.postgres import PostgresStore
 from server.race_tier import RaceTier
 from server.redis_bus import RedisBus
 from server.socket_tier import SocketTier
@@ -166,7 +167,9 @@ class RaceServer:
         except BaseException:
             await self._undo_start()
             raise
-        self.node = ClusterNode(config, self.journal, bus, self.metrics, node_id)
+        store = self.journal
+        assert isinstance(store, PostgresStore)  # a cluster's store (ServerConfig checks)
+        self.node = ClusterNode(config, store, bus, self.metrics, node_id)
         self.node.start()
         self._log_start(node=node_id, cluster=config.cluster)
 

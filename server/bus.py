@@ -71,6 +71,18 @@ def tournament_feed(code: str) -> str:
     return f"tournament:{code}"
 
 
+def tournament_of_race(race_id: str) -> str | None:
+    """The tournament whose race ``race_id`` is (``TOURNAMENT-R1-0`` for a round's,
+    ``TOURNAMENT-A3`` for an arena's, as :class:`~server.tournament.Tournament` makes
+    them), or ``None``: no other race id holds a dash (:func:`server.lobby.new_race_id`).
+
+    >>> tournament_of_race("Q7RT2K-R1-0"), tournament_of_race("K7QX2M9P")
+    ('Q7RT2K', None)
+    """
+    tournament, dash, _ = race_id.partition("-")
+    return tournament if dash else None
+
+
 def session_channel(session_id: str) -> str:
     """The channel of what goes to one session wherever it is connected."""
     return f"session:{session_id}"

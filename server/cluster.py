@@ -1,36 +1,43 @@
-"""A node of a cluster: who runs the race tier, the lease that says so, and failover.
+"""A node of a cluster: the races it runs, the leases that say so, and failover.
 
 Every node of a cluster (``foursquare serve --cluster redis://... --db postgresql://...``)
-runs a socket tier and takes any connection. One node at a time, the **leader**, runs the
-race tier: every race, tournament and the lobby. It holds the lease of
-:data:`~server.store.EVERY_RESOURCE` in the shared store, for ``lease_ttl`` seconds
-renewed every third of that, and every write of its race tier carries that lease's epoch
-(the store's fence). :class:`ClusterNode` runs this:
+runs a socket tier and a race tier, and takes any connection. Each race is run by exactly
+one node, the holder of the race's **lease** (a row of the store's ``leases`` table, held
+for ``lease_ttl`` seconds and renewed every third of that), and every write of the race
+carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
 
-- **Campaign.** A node that does not lead tries, every ``lease_ttl / 3`` seconds, to
-  acquire the lease. It succeeds once the leader's lease has lapsed (a leader killed,
-  stopped, cut off, or one that stopped cleanly and released it).
-- **Taking over.** The new leader reads everything from the store (players are the
-  socket tiers'; races, tournaments and what sessions watch), rebuilds its race tier from
-  it exactly as a restarted server does (every racer still racing gets a fresh reconnect
-  grace), subscribes to the command channel, and announces itself: every node then sends
-  the leader each of its connected sessions again, so the leader learns who is present and
-  every racer and spectator is sent where it stands (a move that was in flight on the old
-  leader, and never answered, is sent again by the client on seeing its card again).
-- **No split brain.** The leader handles a command only while its lease is surely still
-  its own by its own clock (``lease_ttl`` from the moment it asked for the last renewal,
-  less a tenth); past that it holds commands until a renewal answers. Whatever it still
-  writes after another node took over (a race's clock, a command held while it was
-  stopped) carries the old epoch and is refused whole by the store: nothing of it is
-  stored, so nothing of it is acknowledged. A leader that finds its lease taken (a
-  renewal or a write refused with :class:`~server.store.LeaseLost`) stops its race tier
-  and goes back to campaigning.
-- **The store down.** A write that fails with
-  :class:`~server.store.StoreUnavailable` *suspends* the leader: its race tier is
-  dropped (its memory may be ahead of the store), and every request is refused at once
-  with ``unavailable`` until the store is back. Then the node takes its lease again
-  (a new epoch) and rebuilds the race tier from the store, as a new leader would, unless
-  another node was quicker.
+- **Where races run.** A private race, and a tournament with its races, runs on the
+  node where it was asked for. The **lobby** (quick races and public races, the list of
+  races) runs on the node that holds the lease of :data:`LOBBY_LEASE`, the *leader*: a
+  quick race fills from players on every node. A node makes a race under a lease it took
+  beforehand (:data:`RESERVED_RACE_IDS` race ids are leased in advance, so opening a race
+  never waits for the store); a tournament's code is leased before it is made, and its
+  races are written under its lease. The bus carries each command to the holder of its
+  race's or tournament's lease (:mod:`server.redis_bus`).
+- **Renewal.** Every ``lease_ttl / 3`` a node renews all its leases in one statement. It
+  handles a command only while its leases are surely still its own by its own clock
+  (``lease_ttl`` from the moment it asked for the last renewal, less a tenth); past that
+  it holds commands until a renewal answers. A lease found taken drops its race alone,
+  or its tournament with the tournament's races (held commands for them go on to their
+  new owner); the lobby's found taken makes the node lead no more.
+- **Taking over.** Every ``lease_ttl / 3`` a node also looks for unfinished races and
+  tournaments whose lease has lapsed (their node died, stopped, or let them go) and
+  acquires them, one statement each deciding the winner; it reads them from the store,
+  rebuilds them as a restarted server does (every racer still racing gets a fresh
+  reconnect grace), and tells every node to send their racers, spectators and entrants
+  again (a move that was in flight on the old owner, and never answered, is sent again by
+  the client on seeing its card).
+- **No split brain.** Whatever a node still writes after another took a lease over (a
+  race's clock, a command held while it was stopped) carries the old epoch and is
+  refused whole by the store: nothing of it is stored, so nothing of it is acknowledged.
+  The race whose write was refused is dropped (with its tournament, if it has one); a
+  race whose write failed otherwise is dropped too, and its lease let go for the store's
+  copy to be taken up again.
+- **The store down.** A write or renewal that fails with
+  :class:`~server.store.StoreUnavailable` *suspends* the node: its race tier is dropped
+  (its memory may be ahead of the store), and every request is refused at once with
+  ``unavailable`` until the store is back. Then the node starts afresh and takes races
+  over like any other.
 """
 
 from __future__ import annotations
@@ -41,38 +48,56 @@ import logging
 import os
 import secrets
 import socket
+from collections.abc import Collection, Container, Coroutine
 from enum import Enum
+from typing import Any
 
-from server.bus import Command
+from protocol import CreateRace, ErrorCode, QuickRace
+from server.bus import Command, Request
 from server.config import ServerConfig
+from server.journal_file import JournalRefused
+from server.lobby import new_race_id
 from server.logs import failure, log_event
 from server.metrics import Metrics
-from server.race_tier import RaceTier
-from server.redis_bus import RedisBus, undelivered
-from server.store import EVERY_RESOURCE, Lease, LeaseHeld, LeaseLost, Store, StoreError
+from server.postgres import PostgresStore
+from server.race_tier import Ownership, RaceTier, Refused
+from server.redis_bus import LOBBY_LEASE, RedisBus, placement, undelivered
+from server.store import Lease, LeaseHeld, LeaseLost, StoreError, StoreUnavailable
 
-#: The share of ``lease_ttl`` a leader trusts its lease for, counted from when it asked
-#: for the last renewal: the lease's expiry is counted on the database's clock from a
-#: moment after that, so this leaves room for clocks that do not tick quite alike.
+#: The share of ``lease_ttl`` a node trusts its leases for, counted from when it asked for
+#: the last renewal: a lease's expiry is counted on the database's clock from a moment
+#: after that, so this leaves room for clocks that do not tick quite alike.
 TRUSTED_SHARE = 0.9
+
+#: Race ids a node holds the lease of before it needs them (a new race takes one at once;
+#: a quarter used, as many are leased again in one statement).
+RESERVED_RACE_IDS = 64
+
+#: Races a node takes over in one turn at most (the rest at the next turns, or by others).
+TAKEN_AT_ONCE = 200
 
 
 def new_node_id() -> str:
     """A node id for a node started now: its host, its process id and a random part, so
     that a node restarted on the same host is never taken for the one before it (whose
-    lease must lapse, or be taken over, like anyone else's)."""
+    leases must lapse, or be taken over, like anyone else's)."""
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+def _may_open_a_race(command: Command) -> bool:
+    """Whether ``command`` may make a race (which takes a race id leased ahead)."""
+    return isinstance(command, Request) and isinstance(command.message, QuickRace | CreateRace)
 
 
 class NodeRole(Enum):
     """What a node does in its cluster now."""
 
     FOLLOWER = "follower"
-    """Runs a socket tier only; campaigns for the lease."""
+    """Runs its races; campaigns for the lobby's lease."""
     LEADER = "leader"
-    """Runs the race tier too."""
+    """Runs the lobby and the tournaments too."""
     SUSPENDED = "suspended"
-    """Led until the store became unreachable: refuses requests until it is back."""
+    """The store became unreachable: refuses requests until it is back."""
 
 
 class ClusterNode:
@@ -81,7 +106,7 @@ class ClusterNode:
     def __init__(
         self,
         config: ServerConfig,
-        store: Store,
+        store: PostgresStore,
         bus: RedisBus,
         metrics: Metrics,
         node_id: str,
@@ -94,16 +119,28 @@ class ClusterNode:
         self._loop = asyncio.get_running_loop()
         self.role = NodeRole.FOLLOWER
         self.tier: RaceTier | None = None
-        """The race tier while this node leads."""
-        self._lease: Lease | None = None
+        """The race tier (none while suspended)."""
+        self._leases: dict[str, Lease] = {}
+        """The leases this node holds: its races', race ids kept for new races, the
+        lobby's."""
+        self._reserved: list[str] = []
+        """Race ids leased for races not made yet."""
+        self._covered: dict[str, str] = {}
+        """The races of tournaments, each written under its tournament's lease."""
+        self._taking: set[str] = set()
+        """Resources being taken over: their commands wait until they are rebuilt."""
         self._trusted_until = float("-inf")
-        """Loop time until which the lease is surely this node's."""
+        """Loop time until which the leases are surely this node's."""
         self._held: list[Command] = []
-        """Commands that came while the lease was not surely this node's."""
+        """Commands that came while the leases were not surely this node's."""
+        self._short: list[Command] = []
+        """Requests that may open a race, come while no race id was leased ahead."""
         self._renewing: asyncio.Task[None] | None = None
+        self._reserving: asyncio.Task[None] | None = None
         self._campaign: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self._changing = asyncio.Lock()
-        """Held while the node takes over or steps down (one change at a time)."""
+        """Held while the node takes something over or starts afresh."""
         self._stopping = False
 
     @property
@@ -113,166 +150,430 @@ class ClusterNode:
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """Begin campaigning (and leading, once the lease is won)."""
+        """Run a race tier, and begin leasing, taking over and campaigning."""
+        self.tier = self._new_tier()
+        self._bus.serve(self.handle, self.owns, self.owners)
         self._campaign = self._loop.create_task(self._run(), name="cluster-campaign")
 
     async def stop(self) -> None:
-        """Stop leading cleanly: every race's journaled state sent, then the lease
-        released so that another node takes over at once."""
+        """Stop cleanly: every race's journaled state sent, then every lease released so
+        that other nodes take the races over at once."""
         self._stopping = True
         if self._campaign is not None:
             self._campaign.cancel()
             await asyncio.gather(self._campaign, return_exceptions=True)
-        tier, lease = self.tier, self._lease
+        tier = self.tier
         self._bus.serve(None)
         if tier is not None:
             await tier.drain()
             tier.stop()
-        if lease is not None and self.role is NodeRole.LEADER:
-            with contextlib.suppress(StoreError):
-                await self._store.release_lease(lease)
-        self.tier, self._lease = None, None
+        if self.role is not NodeRole.SUSPENDED:
+            await self._let_go_all()
+        self.tier = None
+
+    def _new_tier(self) -> RaceTier:
+        tier = RaceTier(
+            self.config, self._store, self._bus, self._metrics, self._tier_failed,
+            Ownership(
+                new_race_id=self._reserved_race_id,
+                cover=self._cover,
+                lease=self._lease_tournament,
+                gone=self._gone,
+                race_failed=self._race_failed,
+            ),
+        )
+        tier.start()
+        tier.tournaments.start_clock()  # tournaments come as they are made or taken over
+        return tier
 
     # ------------------------------------------------------------- commands
 
+    def owns(self, resource: str) -> bool:
+        """Whether this node runs ``resource`` (a race, a tournament, or the lobby), or
+        is taking it over (its commands then wait here)."""
+        return resource in self._leases or resource in self._covered or resource in self._taking
+
+    async def owners(self, resources: Collection[str]) -> dict[str, str]:
+        """The node holding each of ``resources``' leases, as the store says (``""``:
+        none does nor will: no such race, or one over, answered where it was asked)."""
+        leases = await self._store.read_leases(resources)
+        found = {}
+        for resource in resources:
+            lease = leases.get(resource)
+            found[resource] = "" if lease is None or lease.expires_at is None else lease.owner
+        return found
+
     def handle(self, command: Command) -> None:
-        """A command from any node (the bus hands them here while this node leads)."""
+        """A command for this node's race tier (from its own socket tier, or from
+        another node through the bus)."""
         tier = self.tier
-        if self.role is NodeRole.LEADER and tier is not None:
-            if self._loop.time() < self._trusted_until:
-                tier.handle(command)
-                return
-            # Not surely ours any more (the node was stopped, or renewals went unanswered):
-            # hold it until a renewal says whose the lease is.
-            self._held.append(command)
-            self._renew_now()
+        if self.role is NodeRole.SUSPENDED or tier is None:
+            self._bus.publish(undelivered(command))  # nothing can be stored now
             return
-        self._bus.publish(undelivered(command))  # suspended: nothing can be stored now
+        place = placement(command)
+        if isinstance(place, str) and place in self._taking:
+            self._held.append(command)  # handled once the race is rebuilt
+            return
+        if not self._reserved and _may_open_a_race(command):
+            self._short.append(command)  # handled once race ids are leased again
+            self._reserve_soon()
+            return
+        if self._loop.time() < self._trusted_until:
+            tier.handle(command)
+            return
+        # Not surely ours any more (the node was stopped, or renewals went unanswered):
+        # hold it until a renewal says whose the leases are.
+        self._held.append(command)
+        self._renew_now()
+
+    def _put_through_held(self) -> None:
+        """Hand the held commands on: here if this node still runs their place, else to
+        the place's owner now."""
+        held, self._held = self._held, []
+        for command in held:
+            place = placement(command)
+            if isinstance(place, str) and place in self._taking:
+                self._held.append(command)
+            elif isinstance(place, str) and not self.owns(place):
+                self._bus.forget_owner(place)
+                self._bus.send(command)
+            else:
+                self.handle(command)
+
+    # ------------------------------------------------------------- leases
 
     def _renew_now(self) -> None:
         if self._renewing is None or self._renewing.done():
             self._renewing = self._loop.create_task(self._renew())
 
     async def _renew(self) -> None:
-        lease = self._lease
-        if lease is None or self.role is not NodeRole.LEADER:
+        """Renew every lease in one statement; drop what was taken over meanwhile."""
+        if self.role is NodeRole.SUSPENDED:
             return
+        leases = list(self._leases.values())
         asked = self._loop.time()
         try:
-            self._lease = await self._store.renew_lease(lease, self._ttl)
-        except LeaseLost as lost:
-            await self._step_down(lost)
-            return
+            renewed = await self._store.renew_leases(leases, self._ttl)
         except StoreError as error:
             if self._loop.time() >= self._trusted_until:
                 await self._suspend(error)
             return
         self._trusted_until = asked + self._ttl * TRUSTED_SHARE
-        held, self._held = self._held, []
+        kept = {lease.resource_id: lease for lease in renewed}
+        lost = []
+        for lease in leases:
+            if self._leases.get(lease.resource_id) is not lease:
+                continue  # let go meanwhile
+            if lease.resource_id in kept:
+                self._leases[lease.resource_id] = kept[lease.resource_id]
+            else:
+                lost.append(lease.resource_id)
+        if lost:
+            await self._lose(lost, "the lease was taken over")
+        self._put_through_held()
+
+    async def _lose(self, resources: Collection[str], reason: str) -> None:
+        """These leases are no longer this node's: drop their races and tournaments (the
+        lobby's: lead no more)."""
+        if LOBBY_LEASE in resources and self.role is NodeRole.LEADER:
+            # Another node runs the lobby now; this one keeps its races (each has its own
+            # lease), and takes no new quick race.
+            self.role = NodeRole.FOLLOWER
+            log_event("leader_stepped_down", logging.WARNING, node=self.node_id, reason=reason)
         tier = self.tier
-        for command in held:
-            if tier is not None and self.tier is tier:
-                tier.handle(command)
+        races = [] if tier is None else tier.drop_tournaments(resources)
+        for race_id in races:
+            self._covered.pop(race_id, None)
+        for resource in resources:
+            self._leases.pop(resource, None)
+            self._bus.forget_owner(resource)
+            if resource in self._reserved:
+                self._reserved.remove(resource)
+        self._store.let_go([*resources, *races])
+        if tier is not None:
+            tier.drop(resources)
+        log_event("races_lost", logging.WARNING, node=self.node_id, races=sorted(resources),
+                  reason=reason)
+
+    def _reserved_race_id(self, taken: Container[str]) -> str:
+        """The id of a new race: one this node leased beforehand."""
+        while self._reserved:
+            race_id = self._reserved.pop()
+            if race_id not in taken and race_id in self._leases:
+                self._reserve_soon()
+                return race_id
+        self._reserve_soon()
+        raise Refused(
+            ErrorCode.UNAVAILABLE,
+            "this node of the cluster cannot lease a new race right now: send it again shortly",
+        )
+
+    def _reserve_soon(self) -> None:
+        if len(self._reserved) < RESERVED_RACE_IDS * 3 // 4 and (
+            self._reserving is None or self._reserving.done()
+        ):
+            self._reserving = self._loop.create_task(self._reserve())
+
+    async def _reserve(self) -> None:
+        """Lease race ids for the races this node will make (fresh ids, never leased),
+        as many as are missing in one statement."""
+        while len(self._reserved) < RESERVED_RACE_IDS and not self._suspended():
+            taken = set(self._leases) | (set(self.tier.hosts) if self.tier else set())
+            fresh: set[str] = set()
+            while len(fresh) < RESERVED_RACE_IDS - len(self._reserved):
+                fresh.add(new_race_id(taken | fresh))
+            try:
+                leases = await self._store.lease_fresh(fresh, self.node_id, self._ttl)
+            except StoreError:
+                return  # the store is down: the renewal says so
+            if self._suspended():  # (let go meanwhile: they lapse unused)
+                return
+            for lease in leases:
+                self._leases[lease.resource_id] = lease
+                self._reserved.append(lease.resource_id)
+            short, self._short = self._short, []
+            for command in short:
+                self.handle(command)
+
+    def _suspended(self) -> bool:
+        return self.role is NodeRole.SUSPENDED
+
+    def _cover(self, race_id: str, tournament_id: str) -> None:
+        """A race of a tournament is written under its tournament's lease."""
+        lease = self._leases.get(tournament_id)
+        if lease is not None:
+            self._store.cover(race_id, lease)
+            self._covered[race_id] = tournament_id
+
+    async def _lease_tournament(self, tournament_id: str) -> bool:
+        """Take the lease of a new tournament (made on this node)."""
+        try:
+            lease = await self._store.acquire_lease(tournament_id, self.node_id, self._ttl)
+        except StoreError:  # (LeaseHeld: another node has one of that code)
+            return False
+        if self._suspended():
+            return False
+        self._leases[tournament_id] = lease
+        return True
+
+    def _gone(self, resource: str) -> None:
+        """A race or tournament is over and forgotten: its lease is kept for good (nobody
+        takes it over), and renewed no more."""
+        lease = self._leases.pop(resource, None)
+        if self._covered.pop(resource, None) is not None:
+            self._store.let_go((resource,))
+        if lease is not None:
+            self._background(self._retire(lease))
+
+    async def _retire(self, lease: Lease) -> None:
+        with contextlib.suppress(StoreError):
+            await self._store.renew_lease(lease, None)
+        self._store.let_go((lease.resource_id,))
 
     # ------------------------------------------------------------- campaign
 
     async def _run(self) -> None:
         while not self._stopping:
             try:
-                if self.role is NodeRole.LEADER:
-                    await self._renew()
-                else:
-                    await self._try_to_lead()
+                await self._turn()
             except Exception as error:  # the campaign must outlive any one failure
                 log_event("internal_error", logging.ERROR, error=failure(error))
             await asyncio.sleep(self._ttl / 3)
 
-    async def _try_to_lead(self) -> None:
+    async def _turn(self) -> None:
         if self.role is NodeRole.SUSPENDED:
             await self._store.available()
+            await self._resume()
+        await self._renew()
+        if self.role is NodeRole.SUSPENDED:
+            return
+        self._reserve_soon()
+        if self.role is NodeRole.FOLLOWER:
+            await self._try_to_lead()
+        await self._take_over_lapsed()
+
+    async def _try_to_lead(self) -> None:
         asked = self._loop.time()
         try:
-            lease = await self._store.acquire_lease(EVERY_RESOURCE, self.node_id, self._ttl)
-        except LeaseHeld:
-            if self.role is NodeRole.SUSPENDED:
-                await self._step_down(None)  # another node leads now
-            return
-        except StoreError:
-            return  # the store is down: try again at the next turn
+            lease = await self._store.acquire_lease(LOBBY_LEASE, self.node_id, self._ttl)
+        except (LeaseHeld, StoreError):
+            return  # another node leads, or the store is down: next turn
         await self._lead(lease, asked)
 
     async def _lead(self, lease: Lease, asked: float) -> None:
-        """Take every race and tournament over from the store, and lead."""
+        """Run the lobby (quick races and public races, the list) from now on."""
+        self._leases[LOBBY_LEASE] = lease
+        self._trusted_until = min(self._trusted_until, asked + self._ttl * TRUSTED_SHARE)
+        self.role = NodeRole.LEADER
+        log_event("leader", node=self.node_id, epoch=lease.epoch)
+        self._bus.resync([LOBBY_LEASE], ())  # every node reads the lobby's owner again
+
+    async def _take_over_lapsed(self) -> None:
+        """Acquire the lapsed leases of unfinished races and tournaments, and run them
+        here."""
+        try:
+            races, tournaments = await self._store.lapsed()
+        except (StoreError, JournalRefused):
+            return
+        taken: dict[str, list[str]] = {"races": [], "tournaments": []}
+        for kind, resources in (("races", races), ("tournaments", tournaments)):
+            for resource in resources[:TAKEN_AT_ONCE]:
+                if self.owns(resource):
+                    continue
+                try:
+                    lease = await self._store.acquire_lease(resource, self.node_id, self._ttl)
+                except LeaseHeld:
+                    continue  # another node was quicker
+                except StoreError:
+                    break
+                self._leases[resource] = lease
+                self._taking.add(resource)
+                taken[kind].append(resource)
+        if taken["races"] or taken["tournaments"]:
+            await self._bring_back(taken["races"], taken["tournaments"])
+
+    async def _bring_back(self, race_ids: list[str], tournament_ids: list[str]) -> None:
+        """Rebuild the races and tournaments (with their races) whose leases this node
+        has just taken, and have their racers, spectators and entrants sent where they
+        stand."""
         async with self._changing:
-            self._lease = lease
-            self._trusted_until = asked + self._ttl * TRUSTED_SHARE
+            tier = self.tier
+            taken = [*race_ids, *tournament_ids]
+            of_tournaments: list[tuple[str, str]] = []
             try:
-                recovered = await self._store.recover()
-                tier = RaceTier(self.config, self._store, self._bus, self._metrics,
-                                self._tier_failed)
-                await tier.recover(recovered)
-            except Exception as error:
-                log_event("leader_failed", logging.ERROR, node=self.node_id,
+                if tier is None:
+                    raise StoreUnavailable("the node is suspended")
+                of_tournaments = await self._store.races_of(tournament_ids)
+                for race_id, tournament_id in of_tournaments:
+                    self._cover(race_id, tournament_id)
+                    self._taking.add(race_id)
+                recovered = await self._store.read_races(
+                    [*race_ids, *(race_id for race_id, _ in of_tournaments)]
+                )
+                stored = [
+                    kept for code in tournament_ids
+                    for kept in await self._store.read_tournaments(code, include_finished=False)
+                ]
+                sessions = tier.take_over(recovered)
+                sessions.extend(await tier.tournaments.take_over(stored))
+            except Exception as error:  # nothing may stay half taken: let them all go
+                covered = [race_id for race_id, _ in of_tournaments]
+                if tier is not None:
+                    tier.drop_tournaments(tournament_ids)
+                    tier.drop([*race_ids, *covered])
+                for race_id in covered:
+                    self._covered.pop(race_id, None)
+                self._store.let_go(covered)
+                self._taking.difference_update([*taken, *covered])
+                for resource in taken:
+                    lease = self._leases.pop(resource, None)
+                    if lease is not None:
+                        self._background(self._release(lease))
+                log_event("takeover_failed", logging.ERROR, node=self.node_id,
                           error=failure(error))
-                await self._let_go(lease)
-                self.role = NodeRole.SUSPENDED
                 return
-            tier.start()
-            self.tier, self.role = tier, NodeRole.LEADER
-            self._bus.serve(self.handle)
-            with contextlib.suppress(TimeoutError):  # Redis down: announced once it is back
-                await asyncio.wait_for(self._bus.serving(), self._ttl)
-        log_event("leader", node=self.node_id, epoch=lease.epoch, races=len(tier.hosts))
-        self._bus.announce_leader()
+            kept = {kept.opened.tournament_id for kept in stored}
+            for resource in [*taken, *(race_id for race_id, _ in of_tournaments)]:
+                self._taking.discard(resource)
+                self._bus.forget_owner(resource)
+                if resource in race_ids and resource not in tier.hosts:
+                    self._gone(resource)  # over, or nobody left in it: kept for good
+                elif resource in tournament_ids and resource not in kept:
+                    self._gone(resource)  # finished meanwhile
+        log_event("races_taken_over", node=self.node_id, races=race_ids,
+                  tournaments=tournament_ids)
+        self._bus.resync([*taken, *(race_id for race_id, _ in of_tournaments)],
+                         list(dict.fromkeys(sessions)))
+        self._put_through_held()
 
     # ------------------------------------------------------------- failures
 
+    def _race_failed(self, race_id: str, error: Exception) -> None:
+        """A write of race ``race_id`` failed (its outbox sends nothing more)."""
+        if isinstance(error, StoreUnavailable):
+            self._background(self._suspend(error))
+            return
+        owner = self._covered.get(race_id, race_id)  # a tournament goes with its races
+        lost = set(error.resources) if isinstance(error, LeaseLost) else set()
+        # Its lease, if still this node's, is let go: its stored state is taken up again.
+        lease = self._leases.get(owner)
+        self._background(self._lose(lost | {owner}, str(error)))
+        if lease is not None:
+            self._background(self._release(lease))
+
     def _tier_failed(self, error: Exception) -> None:
-        """A write of the race tier failed (the outbox sends nothing more of it)."""
-        if isinstance(error, LeaseLost):
-            self._loop.create_task(self._step_down(error))
+        """A write of the lobby or a tournament failed."""
+        if isinstance(error, StoreUnavailable):
+            self._background(self._suspend(error))
+        elif isinstance(error, LeaseLost):
+            self._background(self._lose(error.resources, str(error)))
         else:
-            self._loop.create_task(self._suspend(error))
+            self._background(self._start_afresh(str(error)))
 
     async def _suspend(self, error: Exception) -> None:
         """The store cannot be written: drop the race tier (its memory may be ahead of
         the store) and refuse requests until the store is back."""
         async with self._changing:
-            if self.role is not NodeRole.LEADER:
+            if self.role is NodeRole.SUSPENDED or self._stopping:
                 return
-            log_event("leader_suspended", logging.ERROR, node=self.node_id, error=str(error))
+            log_event("node_suspended", logging.ERROR, node=self.node_id, error=str(error))
             self.role = NodeRole.SUSPENDED
-            held = self._held
-            await self._drop_tier()
+            held, self._held = [*self._held, *self._short], []
+            self._short = []
+            self._drop_tier()
+            self._store.let_go(list(self._leases) + list(self._covered))
+            self._leases, self._covered, self._reserved = {}, {}, []
+            self._taking.clear()
             for command in held:
                 self._bus.publish(undelivered(command))
 
-    async def _step_down(self, lost: LeaseLost | None) -> None:
-        """Another node leads now: stop serving, drop the race tier."""
+    async def _resume(self) -> None:
+        """The store is back: a new race tier, with no race (they are taken over as any
+        node takes them)."""
         async with self._changing:
-            if self.role is NodeRole.FOLLOWER:
+            if self.role is not NodeRole.SUSPENDED or self._stopping:
                 return
-            log_event("leader_stepped_down", logging.WARNING, node=self.node_id,
-                      reason=str(lost) if lost is not None else "another node leads")
+            self.tier = self._new_tier()
             self.role = NodeRole.FOLLOWER
-            self._bus.serve(None)
-            held = self._held  # never applied here: the new leader takes them
-            await self._drop_tier()
-            for command in held:
-                self._bus.send(command)
-            if self._lease is not None:
-                await self._let_go(self._lease)
-            self._lease = None
+            log_event("node_resumed", node=self.node_id)
 
-    async def _drop_tier(self) -> None:
+    async def _start_afresh(self, reason: str) -> None:
+        """The lobby's lease (or a tournament's write) was lost: drop every race, let
+        every lease go, and run a new race tier with none."""
+        async with self._changing:
+            if self.role is NodeRole.SUSPENDED or self._stopping:
+                return
+            log_event("leader_stepped_down" if self.role is NodeRole.LEADER
+                      else "node_restarted", logging.WARNING, node=self.node_id, reason=reason)
+            self.role = NodeRole.FOLLOWER
+            self._drop_tier()
+            await self._let_go_all()
+            self.tier = self._new_tier()
+            self._put_through_held()
+
+    def _drop_tier(self) -> None:
         tier, self.tier = self.tier, None
-        self._held = []
         if tier is not None:
             tier.stop()
-            await tier.close_searches()
+            self._background(tier.close_searches())
 
-    async def _let_go(self, lease: Lease) -> None:
-        """Fence nothing more with ``lease`` (lost, or about to be taken): released, so
-        that the store forgets it at once (and the database too, if it is still ours)."""
+    async def _let_go_all(self) -> None:
+        """Release every lease (their races are taken over at once by other nodes)."""
+        leases = list(self._leases.values())
+        self._store.let_go(list(self._leases) + list(self._covered))
+        self._leases, self._covered, self._reserved = {}, {}, []
+        self._taking.clear()
+        for lease in leases:
+            await self._release(lease)
+
+    async def _release(self, lease: Lease) -> None:
+        """Fence nothing more with ``lease``, and let it expire now if it is still ours."""
+        self._leases.pop(lease.resource_id, None)
         with contextlib.suppress(StoreError):
             await self._store.release_lease(lease)
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` as a task of its own (held, so it is not lost)."""
+        task = self._loop.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -41,6 +41,7 @@ import concurrent.futures
 import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
@@ -58,6 +59,7 @@ from server.journal import (
     command_to_json,
     player_from_row,
     recovered_from,
+    resource_of,
     statements_of,
 )
 from server.journal_file import JournalRefused
@@ -68,6 +70,7 @@ from server.store import (
     EVERY_RESOURCE,
     LONE_SERVER,
     Health,
+    Lease,
     LeaseLost,
     LeaseRow,
     StoreBase,
@@ -241,11 +244,64 @@ _HAS_CREATOR = (
     "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema ="
     " current_schema() AND table_name = 'tournaments' AND column_name = 'created_by')"
 )
+#: The unfinished races among some (a node taking them over reads them).
+_UNFINISHED_OF = (
+    "SELECT race_id, code, seed, options, tournament_id, created_at FROM races"
+    " WHERE finished_at IS NULL AND race_id = ANY(%s) ORDER BY created_at"
+)
+_WATCHING_OF = "SELECT player_id, race_id FROM watching WHERE race_id = ANY(%s) ORDER BY seq"
+#: Unfinished races outside tournaments whose lease has lapsed: any node may take them.
+_LAPSED_RACES = (
+    "SELECT r.race_id FROM races r JOIN leases l ON l.resource_id = r.race_id"
+    " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL AND l.expires_at <= {now}"
+    " ORDER BY r.created_at"
+)
+#: Unfinished tournaments whose lease has lapsed.
+_LAPSED_TOURNAMENTS = (
+    "SELECT t.tournament_id FROM tournaments t JOIN leases l ON l.resource_id ="
+    " t.tournament_id WHERE t.status <> 'finished' AND l.expires_at <= {now}"
+    " ORDER BY t.created_at"
+)
+#: The unfinished races of some tournaments (the node taking a tournament over takes them).
+_TOURNAMENT_RACES = (
+    "SELECT race_id, tournament_id FROM races WHERE finished_at IS NULL"
+    " AND tournament_id = ANY(%s)"
+    " ORDER BY created_at"
+)
+_READ_LEASES = (
+    "SELECT resource_id, owner, epoch, expires_at FROM leases WHERE resource_id = ANY(%s)"
+)
+_LEASE_FRESH = (
+    "INSERT INTO leases (resource_id, owner, epoch, expires_at)"
+    " SELECT fresh, %s, 1, {now} + %s FROM unnest(%s::text[]) AS fresh"
+    " ON CONFLICT (resource_id) DO NOTHING RETURNING resource_id, owner, epoch, expires_at"
+)
+#: The rows are locked in the order of their ids first, the order ``foursquare_fence``
+#: locks them in: rows locked in another order could deadlock with a write transaction
+#: (each holding a row the other waits for) until the database broke the tie.
+_RENEW_LEASES = (
+    "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
+    " ORDER BY resource_id FOR NO KEY UPDATE)"
+    " UPDATE leases SET expires_at = {now} + %s FROM unnest(%s::text[], %s::bigint[])"
+    " AS held(resource, epoch) WHERE leases.resource_id = held.resource AND leases.epoch ="
+    " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
+    " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
+)
 _COMMANDS_OF = (
     "SELECT race_id, command, at FROM race_commands WHERE race_id = ANY(%s) ORDER BY race_id, seq"
 )
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+
+
+@dataclass(slots=True)
+class _Group:
+    """Records of the same races and tournaments submitted in one loop iteration, and the
+    future they share."""
+
+    records: list[Record]
+    done: concurrent.futures.Future[None]
+
 T = TypeVar("T")
 
 _PLACEHOLDERS: dict[str, str] = {}
@@ -291,9 +347,9 @@ class PostgresStore(StoreBase):
         """Jobs that write (:meth:`run`), one at a time."""
         self._running_job = asyncio.Lock()
         self._loop = asyncio.get_running_loop()
-        self._gathering: list[Record] = []
-        self._gathered: concurrent.futures.Future[None] | None = None
-        self._handed: list[tuple[list[Record], concurrent.futures.Future[None]]] = []
+        self._gathering: dict[frozenset[str], _Group] = {}
+        """This iteration's records, by the races and tournaments they write."""
+        self._handed: list[_Group] = []
         """Iterations' records handed to the writer and not yet in a transaction."""
         self._wake = asyncio.Event()
         self._closed = False
@@ -358,21 +414,28 @@ class PostgresStore(StoreBase):
 
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
         """Queue ``records`` for the transaction of this loop iteration (call it from the
-        event loop); the future resolves once that transaction has committed."""
+        event loop); the future, shared with the records this iteration submits for the
+        same races and tournaments, resolves once they are committed. A transaction one
+        of whose leases was taken over is written again without the records of that
+        lease, whose futures alone are refused (:class:`LeaseLost`)."""
         if self._closed:
             raise RuntimeError("the store is closed")
-        done = self._gathered
-        if done is None:
-            done = self._gathered = concurrent.futures.Future()
+        if not self._gathering:
             self._loop.call_soon(self._hand_over)  # at the end of this iteration
-        self._gathering.extend(records)
-        return done
+        key = frozenset(
+            resource for record in records if (resource := resource_of(record)) is not None
+        )
+        group = self._gathering.get(key)
+        if group is None:
+            group = self._gathering[key] = _Group([], concurrent.futures.Future())
+        group.records.extend(records)
+        return group.done
 
     def _hand_over(self) -> None:
-        if self._gathered is None:
+        if not self._gathering:
             return
-        self._handed.append((self._gathering, self._gathered))
-        self._gathering, self._gathered = [], None
+        self._handed.extend(self._gathering.values())
+        self._gathering = {}
         self._wake.set()
 
     async def _write_handed(self) -> None:
@@ -383,15 +446,37 @@ class PostgresStore(StoreBase):
             self._wake.clear()
             while self._handed:
                 handed, self._handed = self._handed, []
-                records = [record for records, _ in handed for record in records]
-                try:
-                    error = await self._commit(records)
-                except Exception as failure:  # a writer that died would leave every move waiting
-                    error = failure
-                for _, done in handed:
-                    self._settle(done, error)
+                while handed:
+                    records = [record for group in handed for record in group.records]
+                    try:
+                        error = await self._commit(records)
+                    except Exception as failure:  # a dead writer would leave every move waiting
+                        error = failure
+                    refused = self._refused_groups(handed, error)
+                    for group in refused:
+                        self._settle(group.done, error)
+                    handed = [group for group in handed if group not in refused]
             if self._closed:
                 return
+
+    def _refused_groups(self, handed: list[_Group], error: Exception | None) -> list[_Group]:
+        """The groups a transaction's outcome settles: all of them, unless it was refused
+        for leases some groups alone depend on (the others are written again)."""
+        if not isinstance(error, LeaseLost):
+            return handed
+        stale = set(error.resources)
+        if EVERY_RESOURCE in stale:
+            return handed  # a lone server's lease covers every record
+        refused = []
+        for group in handed:
+            try:
+                fences = fences_of(group.records, self._held)
+            except LeaseLost:
+                refused.append(group)  # a lease found lost: let go already
+                continue
+            if stale & set(fences):
+                refused.append(group)
+        return refused or handed
 
     async def _commit(self, records: list[Record]) -> Exception | None:
         """Write ``records`` in one transaction; what refused it, if anything."""
@@ -516,6 +601,125 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
+    # ------------------------------------------------- a cluster's leases
+
+    async def read_races(self, race_ids: Collection[str]) -> Recovered:
+        """Those of ``race_ids`` that are unfinished, with their commands and who watches
+        them (no players): what a node reads to take races over."""
+
+        async def read(connection: Connection) -> Recovered:
+            ids = list(race_ids)
+            unfinished = await _rows(connection, _UNFINISHED_OF, (ids,))
+            commands = await _rows(connection, _COMMANDS_OF, (ids,)) if unfinished else []
+            watching = await _rows(connection, _WATCHING_OF, (ids,))
+            try:
+                return recovered_from((), unfinished, commands, watching)
+            except (ValueError, KeyError, TypeError) as error:
+                raise _refusal(
+                    self.url, f"holds a record that cannot be read ({failure(error)})"
+                ) from None
+
+        return await self._read(read)
+
+    async def lapsed(self) -> tuple[list[str], list[str]]:
+        """The unfinished races outside tournaments and the unfinished tournaments whose
+        lease has lapsed, oldest first: what a node of a cluster may take over."""
+
+        async def read(connection: Connection) -> tuple[list[str], list[str]]:
+            races = await _rows(connection, _LAPSED_RACES.format(now=_NOW))
+            tournaments = await _rows(connection, _LAPSED_TOURNAMENTS.format(now=_NOW))
+            return [row[0] for row in races], [row[0] for row in tournaments]
+
+        return await self._read(read)
+
+    async def races_of(self, tournament_ids: Collection[str]) -> list[tuple[str, str]]:
+        """The unfinished races of these tournaments, oldest first, each with its
+        tournament."""
+        if not tournament_ids:
+            return []
+
+        async def read(connection: Connection) -> list[tuple[str, str]]:
+            rows = await _rows(connection, _TOURNAMENT_RACES, (list(tournament_ids),))
+            return [(row[0], row[1]) for row in rows]
+
+        return await self._read(read)
+
+    async def read_leases(self, resource_ids: Collection[str]) -> dict[str, Lease]:
+        """The leases of those of ``resource_ids`` that have one, as the database holds
+        them now (where a node of a cluster sends a race's commands)."""
+
+        async def read(connection: Connection) -> dict[str, Lease]:
+            rows = await _rows(connection, _READ_LEASES, (list(resource_ids),))
+            return {row[0]: Lease(*row) for row in rows}
+
+        return await self._read(read)
+
+    async def lease_fresh(
+        self, resource_ids: Collection[str], owner: str, ttl: float
+    ) -> list[Lease]:
+        """Take the leases of those of ``resource_ids`` that have never had one (new race
+        ids, leased ahead), in one statement; the leases taken (an id taken before, by
+        any node, is left out)."""
+        if not resource_ids:
+            return []
+        ids = list(resource_ids)
+
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(connection, _LEASE_FRESH.format(now=_NOW), (owner, ttl, ids))
+
+        rows = await self._on_lease_connection(run)
+        taken = [Lease(*row) for row in rows]
+        with self._held_lock:
+            self._held = {**self._held, **{lease.resource_id: lease for lease in taken}}
+        return taken
+
+    async def _on_lease_connection(
+        self, run: Callable[[Connection], Awaitable[list[tuple[Any, ...]]]]
+    ) -> list[tuple[Any, ...]]:
+        """``run`` one statement (its own transaction) on the connection of reads and
+        leases; a database that cannot be reached is :class:`StoreUnavailable`."""
+        try:
+            async with self._reading, asyncio.timeout(self._timeout):
+                if self._reader is None or self._reader.closed or self._reader.broken:
+                    self._reader = await _connect(self.url, self._timeout)
+                return await run(self._reader)
+        except (psycopg.OperationalError, TimeoutError) as error:
+            raise self._unavailable(_reason(error)) from None
+
+    async def renew_leases(self, leases: Collection[Lease], ttl: float) -> list[Lease]:
+        """Extend every one of ``leases`` still at its epoch, in one statement; the
+        renewed ones (those missing were taken over, and are no longer held)."""
+        if not leases:
+            return []
+        ids = [lease.resource_id for lease in leases]
+        epochs = [lease.epoch for lease in leases]
+
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(
+                connection, _RENEW_LEASES.format(now=_NOW), (ids, ttl, ids, epochs)
+            )
+
+        rows = await self._on_lease_connection(run)
+        renewed = [Lease(*row) for row in rows]
+        lost = set(ids) - {lease.resource_id for lease in renewed}
+        with self._held_lock:  # one new mapping, however many leases
+            self._held = {
+                **{r: held for r, held in self._held.items() if r not in lost},
+                **{lease.resource_id: lease for lease in renewed},
+            }
+        return renewed
+
+    def cover(self, resource_id: str, lease: Lease) -> None:
+        """Fence the writes of ``resource_id`` with ``lease``, another resource's (a
+        cluster's tournaments and their races are written under the lobby's lease)."""
+        with self._held_lock:
+            self._held = {**self._held, resource_id: lease}
+
+    def let_go(self, resource_ids: Collection[str]) -> None:
+        """Fence nothing more for ``resource_ids``: a write of theirs is refused with
+        :class:`LeaseLost` here, before it reaches the database."""
+        self._let_go(resource_ids)
+
     async def read_results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
         """The stored results of those of ``race_ids`` that have one."""
         if not race_ids:
@@ -578,17 +782,11 @@ class PostgresStore(StoreBase):
             raise self._unavailable(_reason(error)) from None
 
     async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
-        async def run(connection: Connection) -> LeaseRow | None:
-            rows = await _rows(connection, _sql(sql.format(now=_NOW)), parameters)
-            return (rows[0][0], rows[0][1], rows[0][2], rows[0][3]) if rows else None
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(connection, _sql(sql.format(now=_NOW)), parameters)
 
-        try:
-            async with self._reading, asyncio.timeout(self._timeout):
-                if self._reader is None or self._reader.closed or self._reader.broken:
-                    self._reader = await _connect(self.url, self._timeout)
-                return await run(self._reader)  # one statement: its own transaction
-        except (psycopg.OperationalError, TimeoutError) as error:
-            raise self._unavailable(_reason(error)) from None
+        rows = await self._on_lease_connection(run)
+        return (rows[0][0], rows[0][1], rows[0][2], rows[0][3]) if rows else None
 
 
 async def _drive(connection: Connection, job: Job) -> Any:

@@ -16,7 +16,8 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Container, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 import protocol
@@ -92,6 +93,33 @@ class Refused(Exception):
         self.message = message
 
 
+def _nothing(*_: str) -> None:
+    """A hook nobody needs (one process: its lease of every resource covers everything)."""
+
+
+async def _leased(_: str) -> bool:
+    """One process holds the lease of every resource."""
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """How a node of a cluster leases what its race tier runs (:mod:`server.cluster`);
+    one process needs none of it."""
+
+    new_race_id: Callable[[Container[str]], str] = lobbies.new_race_id
+    """The id of a new race (a cluster's node takes one it holds the lease of already)."""
+    cover: Callable[[str, str], None] = _nothing
+    """A race of a tournament (the first id) is written from now on, under the lease of
+    its tournament (the second)."""
+    lease: Callable[[str], Awaitable[bool]] = _leased
+    """Take the lease of a new tournament; ``False``: it cannot be had now."""
+    gone: Callable[[str], None] = _nothing
+    """A race or tournament is over and forgotten: nothing writes it any more."""
+    race_failed: Callable[[str, Exception], None] | None = None
+    """A write of this race failed (``None``: the tier's journal-failure policy)."""
+
+
 class RaceTier:
     """The races, tournaments and lobby of one server, behind the bus."""
 
@@ -102,14 +130,16 @@ class RaceTier:
         bus: Bus,
         metrics: Metrics,
         on_journal_failure: Callable[[Exception], None],
+        ownership: Ownership = Ownership(),
     ) -> None:
         self.config = config
         self.journal = journal
         self._bus = bus
         self._metrics = metrics
         self._on_journal_failure = on_journal_failure
+        self._ownership = ownership
         self.hosts: dict[str, RaceHost] = {}
-        self.lobby = Lobby(self._quick_options())
+        self.lobby = Lobby(self._quick_options(), ownership.new_race_id)
         self.daily: DailyRules = daily_rules(config)
         """How the daily deal's rooms are raced."""
         self._daily_clock: asyncio.Task[None] | None = None
@@ -143,9 +173,47 @@ class RaceTier:
     async def recover(self, recovered: Recovered) -> None:
         """Bring back every unfinished race, the races sessions watch, and the
         tournaments (before any command comes)."""
-        known = {player.player_id for player in recovered.players}
+        self._restore(recovered, {player.player_id for player in recovered.players})
+        await self.tournaments.start()
+
+    def take_over(self, recovered: Recovered) -> list[str]:
+        """Bring back races another node of a cluster ran (their leases lapsed, and are
+        this node's now) and who watches them, as :meth:`recover` does; the sessions to
+        send where they stand (their racers and spectators)."""
+        self._restore(recovered, None)
+        sessions: dict[str, None] = {}
+        for stored in recovered.races:
+            host = self.hosts.get(stored.opened.race_id)
+            if host is not None:
+                sessions.update(dict.fromkeys(host.race.racer_ids))
+        for watching in recovered.watching:
+            sessions[watching.player_id] = None
+        return list(sessions)
+
+    def drop(self, race_ids: Collection[str]) -> None:
+        """Stop running these races (their lease is another node's, or about to be): no
+        clock, nothing more sent; the lobby and the spectators forget them."""
+        for race_id in race_ids:
+            host = self.hosts.pop(race_id, None)
+            if host is None:
+                continue
+            host.stop()
+            self.pars.forget(host)
+            self.lobby.apply(lobbies.RaceGone(race_id))
+            for watching in self._watching.values():
+                watching.pop(race_id, None)
+
+    def drop_tournaments(self, codes: Collection[str]) -> list[str]:
+        """Stop running these tournaments and their races (see :meth:`drop`); the ids of
+        their races."""
+        races = self.tournaments.drop(codes)
+        self.drop(races)
+        return races
+
+    def _restore(self, recovered: Recovered, known: set[str] | None) -> None:
+        """Races and who watches them, as stored (only sessions in ``known``, if given)."""
         for watching in recovered.watching:  # sent again when the spectator resumes
-            if watching.player_id in known:
+            if known is None or watching.player_id in known:
                 self._watching.setdefault(watching.player_id, {})[watching.race_id] = None
         races = [(unplayed(stored), stored) for stored in recovered.races]
         for race, _ in races:  # every race in its deal before any replays, so none finishes early
@@ -157,7 +225,7 @@ class RaceTier:
             host = self.hosts[race.race_id] = self._host(race)
             self._changed(host)
             for racer_id in race.racer_ids:
-                if racer_id in known:
+                if known is None or racer_id in known:
                     self.lobby.apply(lobbies.Seated(racer_id, race.race_id))
                 if race.phase in (core.Phase.COUNTDOWN, core.Phase.RUNNING):
                     # Nobody is connected after a restart: each racer's grace to come
@@ -169,7 +237,6 @@ class RaceTier:
                 phase=race.phase.value,
                 commands=len(stored.commands),
             )
-        await self.tournaments.start()
 
     def start(self) -> None:
         """Begin the background work (the stock of winnable seeds, the daily deal's pars)."""
@@ -495,7 +562,9 @@ class RaceTier:
         """Create and journal a race with these options (and this seed, if given: races of
         a tournament share one). Private races (``public=False``) get their id as a code."""
         if race_id is None:
-            race_id = lobbies.new_race_id(self.hosts)
+            race_id = self._ownership.new_race_id(self.hosts)
+        if tournament_id is not None:
+            self._ownership.cover(race_id, tournament_id)
         if seed is None:
             seed = self.config.seed_source()
         race = core.Race(race_id, seed, options, code=None if options.public else race_id)
@@ -555,6 +624,14 @@ class RaceTier:
                 host = self.hosts.get(event.race_id)
                 if host is not None:
                     self._forget(host)
+
+    async def lease(self, tournament_id: str) -> bool:
+        """See :meth:`~server.tournament_host.TournamentRaces.lease`."""
+        return await self._ownership.lease(tournament_id)
+
+    def gone(self, resource_id: str) -> None:
+        """See :meth:`~server.tournament_host.TournamentRaces.gone`."""
+        self._ownership.gone(resource_id)
 
     def _changed(self, host: RaceHost) -> None:
         race = host.race
@@ -706,6 +783,10 @@ class RaceTier:
 
     def _host(self, race: core.Race, opened: RaceOpened | None = None) -> RaceHost:
         day = race.options.daily
+        race_failed = self._ownership.race_failed
+        on_failure = self._on_journal_failure
+        if race_failed is not None:
+            on_failure = functools.partial(race_failed, race.race_id)
         return RaceHost(
             race,
             journal=self.journal,
@@ -715,7 +796,7 @@ class RaceTier:
             clock=self.config.clock,
             on_changed=self._changed,
             on_finished=self._race_finished,
-            on_journal_failure=self._on_journal_failure,
+            on_journal_failure=on_failure,
             first_records=[opened] if opened else [],
             sealed_until=None if day is None else reveal_at(day, self.daily),
         )
@@ -910,6 +991,7 @@ class RaceTier:
         if self.hosts.get(host.race_id) is host:
             del self.hosts[host.race_id]
             self.lobby.apply(lobbies.RaceGone(host.race_id))
+            self._ownership.gone(host.race_id)
         self.pars.forget(host)
         host.stop()
 

@@ -1,16 +1,25 @@
 """The bus between the nodes of a cluster, over Redis pub/sub (``--cluster redis://...``).
 
-Every node runs a socket tier; one node at a time, the *leader*, also runs the race tier
-(:mod:`server.cluster`). :class:`RedisBus` is the :class:`~server.bus.Bus` of one node:
+Every node runs a socket tier and a race tier; each race and each tournament (with its
+races) is run by one node, the holder of its lease, and the *lobby* (quick races, public
+races, the list of races) by the holder of the lobby's lease (:mod:`server.cluster`).
+:class:`RedisBus` is the :class:`~server.bus.Bus` of one node:
 
-- **Commands.** On the leader, :meth:`send` hands a command to the race tier at once, as
-  the in-process bus does. On any other node it is published on the cluster's command
-  channel, which only the leader subscribes to. Redis says how many subscribers a
-  message reached: none means nobody leads right now (a failover is under way), so the
-  command is published again, in order, every :data:`RETRY_INTERVAL` seconds; a command
-  still undelivered after ``failover_wait`` seconds is answered here instead (a request
-  with ``unavailable``, an :class:`~server.bus.Attach` with its
-  :class:`~server.bus.Done`): never both, never half.
+- **Commands.** Where a command goes is its *place* (:func:`placement`): this node (a
+  private race or a tournament is made where it is asked for, the expiry's question),
+  every node (a session coming or going: each race tier keeps who is present), or the
+  holder of a lease (a race's, a tournament's, or the lobby's). :meth:`send` hands it
+  to the local race tier at once when that is this node, as the in-process bus does;
+  otherwise it publishes it on the owner's own channel (``cluster:node:ID``), the owner
+  read from the store's ``leases`` table once and kept (the node's ``resolve``
+  callback). Redis says how many subscribers a message reached: none means the owner is
+  gone (a failover is under way), so the command is sent again, in order behind it the
+  later ones of the same place, every :data:`RETRY_INTERVAL` seconds, the owner read
+  afresh; one still undelivered
+  after ``failover_wait`` seconds is answered here instead (a request with
+  ``unavailable``, an :class:`~server.bus.Attach` with its :class:`~server.bus.Done`):
+  never both, never half. A node that gets a command for a place it does not hold (its
+  sender read an owner that has lost the lease since) sends it on the same way.
 - **Events.** :meth:`publish` hands the events of channels this node's connections follow
   to the local socket tier at once, and publishes each run of events of one channel as one
   message on that channel (a session's own channel is not published when the session is
@@ -19,11 +28,12 @@ Every node runs a socket tier; one node at a time, the *leader*, also runs the r
   with listeners once, whatever its number of spectators. Messages a node published
   itself come back to it from Redis and are dropped unread (each starts with its
   publisher's node id).
-- **Leadership.** A node that becomes the leader says so on the leader channel
-  (:meth:`announce_leader`); every node then calls its ``on_resync`` callback, which sends
-  the new leader every connected session again (presence, and where each stands: what
-  was in flight on the old leader is sent again). The same happens after a node's own
-  connection to Redis comes back, since what was published meanwhile is lost.
+- **Resync.** A node that took races over says which sessions race in or watch them
+  (:meth:`resync`; all of them, after the lobby changed hands); every node then calls its
+  ``on_resync`` callback, which sends those of its connected sessions again to every race
+  tier (presence, and where each stands: what was in flight on the old owner is sent
+  again). The same happens for every session after a node's own connection to Redis
+  comes back, since what was published meanwhile is lost.
 
 The connection to Redis is watched: a lost one is logged (``bus_unavailable``), and the
 node connects again from :data:`RECONNECT_FIRST` seconds up to every :data:`RECONNECT_LAST`
@@ -35,19 +45,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from protocol import ErrorCode
+from protocol import CreateRace, ErrorCode, ListRaces, QuickRace
 from server.bus import (
+    LOBBY,
     Attach,
     CheckExpiry,
     Command,
     CommandHandler,
+    Detach,
     Done,
     Event,
     EventHandler,
@@ -56,11 +68,13 @@ from server.bus import (
     Refuse,
     Request,
     channel_of,
+    route,
+    tournament_of_race,
 )
 from server.bus_codec import pack, unpack
 from server.logs import failure, log_event
 
-#: Seconds between two tries of a command that reached no leader.
+#: Seconds between two tries of a command that reached no owner.
 RETRY_INTERVAL = 0.2
 #: Seconds before the first attempt to reach Redis again after the connection was lost...
 RECONNECT_FIRST = 0.1
@@ -68,17 +82,73 @@ RECONNECT_FIRST = 0.1
 RECONNECT_LAST = 2.0
 #: Messages published in one pipeline at most.
 PUBLISHED_AT_ONCE = 1000
+#: Owners kept in memory at most (all are forgotten past this; each is read again).
+OWNERS_KEPT = 100_000
 
-#: The refusal of a request that reached no leader in time.
+#: In a resync, in place of session ids: every session (no session id holds a space).
+_EVERY_SESSION = " all"
+
+#: The lease of the lobby: quick races, public races and the list.
+LOBBY_LEASE = LOBBY
+
+#: The refusal of a request that reached no owner in time.
 NO_LEADER = (
-    "no node of the cluster serves races right now (another node is taking them over, or "
+    "no node of the cluster runs this right now (another node is taking it over, or "
     "the cluster's Redis cannot be reached), so nothing was done: send it again shortly"
 )
+
+
+class Place(Enum):
+    """Where a command goes when it is no lease's (:func:`placement`)."""
+
+    HERE = "here"
+    """The race tier of the node where it was sent."""
+    EVERYWHERE = "everywhere"
+    """Every node's race tier (the sender's first)."""
+
+
+def placement(command: Command) -> str | Place:
+    """Where ``command`` goes: the resource whose lease holder runs it (a race's id, a
+    tournament's, or :data:`LOBBY_LEASE`), or a :class:`Place`.
+
+    >>> from protocol import Role
+    >>> from server.bus import Caller
+    >>> ann = Caller("p-1", "ann", False, Role.PLAYER)
+    >>> placement(Request(ann, QuickRace()))
+    'lobby'
+    >>> placement(Detach("p-1"))
+    <Place.EVERYWHERE: 'everywhere'>
+    """
+    if isinstance(command, Attach | Detach):
+        return Place.EVERYWHERE
+    if not isinstance(command, Request):
+        return Place.HERE
+    where = route(command)
+    if where.startswith("race:"):
+        race_id = where.removeprefix("race:")
+        return tournament_of_race(race_id) or race_id  # a tournament runs its races
+    if where.startswith("tournament:"):
+        return where.removeprefix("tournament:")  # a tournament's code is its id
+    message = command.message
+    if isinstance(message, QuickRace | ListRaces):
+        return LOBBY_LEASE
+    if isinstance(message, CreateRace) and message.options.public:
+        return LOBBY_LEASE  # listed: the lobby keeps the list
+    return Place.HERE
 
 
 class BusUnreachable(ValueError):
     """Redis could not be reached when the node started (a sentence). A ``ValueError``,
     like a certificate that cannot be used: ``serve`` says it and exits with 2."""
+
+
+Owns = Callable[[str], bool]
+"""Whether this node holds a resource's lease (or is taking it over)."""
+Resolve = Callable[[Collection[str]], Awaitable[dict[str, str]]]
+"""The node holding each resource's lease, as the store says; ``""``: none does, nor will
+(no such race, or one over), so this node answers."""
+Resync = Callable[[Collection[str] | None], None]
+"""Send these sessions (``None``: all) again to every race tier."""
 
 
 @dataclass(slots=True)
@@ -87,6 +157,17 @@ class _Outgoing:
     data: bytes
     at: float
     """Loop time it was first sent."""
+    resource: str | None
+    """The lease whose holder takes it (``None``: every node)."""
+    not_before: float = 0.0
+
+
+def _everyone(_: str) -> bool:
+    return False
+
+
+async def _nobody(resources: Collection[str]) -> dict[str, str]:
+    return dict.fromkeys(resources, "")
 
 
 class RedisBus:
@@ -100,21 +181,24 @@ class RedisBus:
         self._prefix = prefix
         self._failover_wait = failover_wait
         self._tag = node_id.encode() + b"\n"
-        self._commands_channel = self._name("cluster:commands")
-        self._leader_channel = self._name("cluster:leader")
-        self._own_channel = self._name(f"cluster:node:{node_id}")
+        self._sessions_channel = self._name("cluster:sessions")
+        self._resync_channel = self._name("cluster:resync")
+        self._own_channel = self._node_channel(node_id)
         self._serve: CommandHandler | None = None
+        self._owns: Owns = _everyone
+        self._resolve: Resolve = _nobody
+        self._owners: dict[str, str] = {}
+        """The node holding each resource's lease, as last read (``""``: this one)."""
         self._events: EventHandler | None = None
-        self._on_resync: Callable[[], None] = lambda: None
-        self._origin: str | None = None
-        """The node the command being handled came from (``None``: this one)."""
+        self._on_resync: Resync = lambda sessions: None
         self._following: set[str] = set()
         """Bus channels this node's socket tier follows."""
-        self._wanted: set[str] = {self._leader_channel, self._own_channel}
+        self._wanted: set[str] = {self._sessions_channel, self._resync_channel,
+                                  self._own_channel}
         """Redis channels to be subscribed to."""
         self._subscribed: set[str] = set()
         self._events_out: list[tuple[str, bytes]] = []
-        self._commands_out: deque[_Outgoing] = deque()
+        self._commands_out: list[_Outgoing] = []
         self._retry_at = 0.0
         self._wake = asyncio.Event()
         self._resubscribe = asyncio.Event()
@@ -130,11 +214,14 @@ class RedisBus:
     def _name(self, channel: str) -> str:
         return f"{self._prefix}:{channel}"
 
+    def _node_channel(self, node_id: str) -> str:
+        return self._name(f"cluster:node:{node_id}")
+
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Connect, subscribe to the leader's and this node's channels, and start reading
-        and writing. Raises :class:`BusUnreachable` when Redis cannot be reached."""
+        """Connect, subscribe to this node's channels, and start reading and writing.
+        Raises :class:`BusUnreachable` when Redis cannot be reached."""
         self._redis = redis.Redis.from_url(self.url, socket_connect_timeout=2.0)
         try:
             await self._redis.ping()
@@ -177,44 +264,57 @@ class RedisBus:
         """The socket tier takes the events from now on."""
         self._events = events
 
-    def on_resync(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` when a node became the leader, or after this node's
-        connection to Redis came back: its sessions must be sent to the leader again."""
+    def on_resync(self, callback: Resync) -> None:
+        """Call ``callback`` when a node took races over (with their sessions) or the
+        lobby (``None``: every session), or after this node's connection to Redis came
+        back: those sessions must be sent to the race tiers again."""
         self._on_resync = callback
 
-    def serve(self, commands: CommandHandler | None) -> None:
-        """This node leads from now on (``commands`` takes every node's commands), or no
-        longer does (``None``)."""
+    def serve(self, commands: CommandHandler | None, owns: Owns = _everyone,
+              resolve: Resolve = _nobody) -> None:
+        """This node's race tier takes the commands placed here from now on (``None``:
+        no longer); ``owns`` says which leases it holds, ``resolve`` reads the others'."""
         self._serve = commands
-        if commands is None:
-            self._wanted.discard(self._commands_channel)
-        else:
-            self._wanted.add(self._commands_channel)
-        self._resubscribe.set()
+        self._owns, self._resolve = owns, resolve
 
-    async def serving(self) -> None:
-        """Return once Redis has confirmed the subscription to the command channel (the
-        leader then announces itself)."""
-        while self._commands_channel not in self._subscribed and not self._closed:
-            await asyncio.sleep(0.01)
+    def forget_owner(self, resource: str) -> None:
+        """Read ``resource``'s owner again before the next command for it."""
+        self._owners.pop(resource, None)
 
-    def announce_leader(self) -> None:
-        """Tell every node that this one leads now (each sends its sessions again)."""
-        self._events_out.append((self._leader_channel, self._tag))
+    def resync(self, resources: Collection[str], sessions: Collection[str] | None) -> None:
+        """Tell every node (this one too) that this node runs ``resources`` now (what they
+        read of their owners is stale), and to send these sessions (``None``: all) to
+        every race tier again: they race in or watch what this node has just taken over."""
+        lines = [" ".join(resources), *(sessions or ())]
+        if sessions is None:
+            lines.append(_EVERY_SESSION)
+        self._events_out.append((self._resync_channel, self._tag + "\n".join(lines).encode()))
         self._wake.set()
-        self._on_resync()
+        self._on_resync(sessions)
 
     # ------------------------------------------------------------- the bus
 
     def send(self, command: Command) -> None:
         """See :meth:`server.bus.Bus.send`."""
-        serve = self._serve
-        if serve is not None:
-            serve(command)
+        place = placement(command)
+        if place is Place.HERE or place is Place.EVERYWHERE or self._owns(place):
+            self._here(command)
+            if place is not Place.EVERYWHERE:
+                return
+        resource = place if isinstance(place, str) else None
+        if resource is not None and self._owners.get(resource) == "":
+            self._here(command)  # no node runs it: this one answers
             return
         data = self._tag + pack([command])
-        self._commands_out.append(_Outgoing(command, data, self._loop.time()))
+        self._commands_out.append(_Outgoing(command, data, self._loop.time(), resource))
         self._wake.set()
+
+    def _here(self, command: Command) -> None:
+        serve = self._serve
+        if serve is None:
+            self._answer([command])
+        else:
+            serve(command)
 
     def publish(self, events: Sequence[Event]) -> None:
         """See :meth:`server.bus.Bus.publish`."""
@@ -228,19 +328,14 @@ class RedisBus:
                 # A connection here follows the feed from this event on: the feed's events
                 # after it in this batch are for it too.
                 following = {*following, event.feed}
-            if isinstance(event, ExpiryChecked) and self._origin is not None:
-                target = f"cluster:node:{self._origin}"  # to the node that asked
-            elif isinstance(event, ExpiryChecked) or channel in following:
+            if isinstance(event, ExpiryChecked) or channel in following:
                 local.append(event)
                 if isinstance(event, ExpiryChecked) or channel.startswith("session:"):
                     continue  # the session is connected here: no other node has it
-                target = channel
-            else:
-                target = channel
-            if target != run_channel and run:
+            if channel != run_channel and run:
                 self._events_out.append((self._name(run_channel), self._tag + pack(run)))
                 run = []
-            run_channel = target
+            run_channel = channel
             run.append(event)
         if run:
             self._events_out.append((self._name(run_channel), self._tag + pack(run)))
@@ -287,20 +382,31 @@ class RedisBus:
 
     def _received(self, channel: str, data: bytes) -> None:
         origin, _, body = data.partition(b"\n")
-        if channel == self._commands_channel:
-            serve = self._serve
-            if serve is None:
-                return
+        if origin == self._tag[:-1]:
+            return  # this node's own, echoed
+        if channel == self._own_channel:
             (command,) = unpack(body)
-            self._origin = None if origin == self._tag[:-1] else origin.decode()
-            try:
-                serve(command)
-            finally:
-                self._origin = None
-        elif channel == self._leader_channel:
-            if origin != self._tag[:-1]:
-                self._on_resync()
-        elif origin != self._tag[:-1] and self._events is not None:
+            place = placement(command)
+            if isinstance(place, str) and not self._owns(place):
+                # Its sender read an owner that has lost the lease since: on it goes.
+                self.forget_owner(place)
+                self._commands_out.append(_Outgoing(
+                    command, self._tag + body, self._loop.time(), place,
+                    self._loop.time() + RETRY_INTERVAL,
+                ))
+                self._wake.set()
+                return
+            self._here(command)
+        elif channel == self._sessions_channel:
+            (command,) = unpack(body)
+            if self._serve is not None:
+                self._serve(command)
+        elif channel == self._resync_channel:
+            resources, *sessions = body.decode().split("\n")
+            for resource in resources.split():
+                self.forget_owner(resource)
+            self._on_resync(None if sessions[-1:] == [_EVERY_SESSION] else sessions)
+        elif self._events is not None:
             self._events(unpack(body))
 
     def _lost(self, error: BaseException) -> None:
@@ -316,12 +422,10 @@ class RedisBus:
         self._available = True
         log_event("bus_available", bus=self.url)
         self._subscribed = set()
+        self._owners.clear()
         self._resubscribe.set()
         self._wake.set()
-        if self._serve is not None:
-            self.announce_leader()
-        else:
-            self._on_resync()
+        self._on_resync(None)
 
     # ------------------------------------------------------------ writing
 
@@ -344,14 +448,22 @@ class RedisBus:
                 continue  # subscribed again once connected (see _back)
             self._subscribed = (self._subscribed | more) - fewer
 
+    async def subscribed(self) -> None:
+        """Return once Redis has confirmed this node's own subscriptions."""
+        while not self._closed and not {
+            self._own_channel, self._sessions_channel, self._resync_channel
+        } <= self._subscribed:
+            await asyncio.sleep(0.01)
+
     async def _write(self) -> None:
-        """Publish what was queued: events as they come, commands in order until one
-        reaches nobody, then again every :data:`RETRY_INTERVAL`."""
+        """Publish what was queued: events as they come, commands in order for each
+        place, one that reached nobody again every :data:`RETRY_INTERVAL`."""
         delay = RECONNECT_FIRST
         while not self._closed:
             timeout = None
-            if self._commands_out:
-                timeout = max(0.0, self._retry_at - self._loop.time())
+            if self._commands_out:  # the next command due again (or Redis to try again)
+                due = min(item.not_before for item in self._commands_out)
+                timeout = max(0.01, max(due, self._retry_at) - self._loop.time())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
             self._wake.clear()
@@ -382,27 +494,77 @@ class RedisBus:
             self.published += len(batch)
 
     async def _publish_commands(self) -> None:
+        """Publish the commands that may go now, each to its place's owner (read from the
+        store when not known); a place whose command cannot go holds back its later ones."""
         assert self._redis is not None
-        batch = list(self._commands_out)[:PUBLISHED_AT_ONCE]
+        now = self._loop.time()
+        unknown = {
+            item.resource for item in self._commands_out
+            if item.not_before <= now and item.resource is not None
+            and item.resource not in self._owners and not self._owns(item.resource)
+        }
+        if unknown:
+            if len(self._owners) > OWNERS_KEPT:
+                self._owners.clear()
+            with contextlib.suppress(Exception):  # the store down: read again next time
+                self._owners.update(await self._resolve(unknown))
+        held: set[str] = set()
+        kept: list[_Outgoing] = []
+        sent: list[_Outgoing] = []
+        here: list[Command] = []
         pipe = self._redis.pipeline(transaction=False)
+        batch = self._commands_out[:PUBLISHED_AT_ONCE]
         for item in batch:
-            pipe.publish(self._commands_channel, item.data)
-        received = await pipe.execute()
-        self.published += len(batch)
-        for count in received:
-            if count == 0:  # nobody leads: this one and those after it, again shortly
-                self._retry_at = self._loop.time() + RETRY_INTERVAL
-                return
-            self._commands_out.popleft()
+            resource = item.resource
+            if resource is None:
+                pipe.publish(self._sessions_channel, item.data)
+                sent.append(item)
+                continue
+            owner = None if self._owns(resource) else self._owners.get(resource)
+            if resource in held or item.not_before > now:
+                held.add(resource)
+                kept.append(item)
+            elif self._owns(resource) or owner == "":
+                here.append(item.command)
+            elif owner == self.node_id:  # not taken back yet (or let go): again shortly
+                self.forget_owner(resource)
+                held.add(resource)
+                item.not_before = now + RETRY_INTERVAL
+                kept.append(item)
+            elif owner is None:  # its owner could not be read: again shortly
+                held.add(resource)
+                item.not_before = now + RETRY_INTERVAL
+                kept.append(item)
+            else:
+                pipe.publish(self._node_channel(owner), item.data)
+                sent.append(item)
+        received = await pipe.execute() if sent else []
+        self.published += len(sent)
+        for item, count in zip(sent, received, strict=True):
+            if count == 0 and item.resource is not None:
+                # Its owner is gone (a failover is under way): read it again, and send
+                # this one and the later ones of its place again shortly.
+                self.forget_owner(item.resource)
+                item.not_before = now + RETRY_INTERVAL
+                kept.append(item)
+        kept.sort(key=lambda item: item.at)
+        # (Commands sent while the pipeline was out were appended after the batch.)
+        self._commands_out = kept + self._commands_out[len(batch):]
+        for command in here:
+            self._here(command)
 
     def _answer_undelivered(self) -> None:
-        """Answer here the commands that reached no leader within ``failover_wait``."""
+        """Answer here the commands that reached no owner within ``failover_wait``."""
         cutoff = self._loop.time() - self._failover_wait
-        answers: list[Event] = []
-        while self._commands_out and self._commands_out[0].at <= cutoff:
-            answers.extend(undelivered(self._commands_out.popleft().command))
-        if answers and self._events is not None:
-            self._events(answers)
+        late = [item.command for item in self._commands_out if item.at <= cutoff]
+        if late:
+            self._commands_out = [item for item in self._commands_out if item.at > cutoff]
+            self._answer(late)
+
+    def _answer(self, commands: Sequence[Command]) -> None:
+        answers = [answer for command in commands for answer in undelivered(command)]
+        if answers:
+            self.publish(answers)
 
 
 def undelivered(command: Command) -> list[Event]:

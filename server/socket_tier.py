@@ -156,13 +156,20 @@ class SocketTier:
         )
         return session
 
-    def attach_again(self) -> None:
-        """Send the race tier every connected session again (a new leader of a cluster,
-        or this node's bus back after a cut): it learns who is present, and sends each
-        where it stands. Whatever waited for an answer from the race tier before is let go
-        (that answer may never come)."""
-        self._release_waiting()
-        for session in self.sessions.connected():
+    def attach_again(self, session_ids: Collection[str] | None = None) -> None:
+        """Send the race tier these sessions again, those connected here (``None``: every
+        connected session: the lobby of a cluster changed hands, or this node's bus is
+        back after a cut): it learns who is present, and sends each where it stands (a
+        node of a cluster took their races over). After a change of every session,
+        whatever waited for an answer from the race tier before is let go (that answer
+        may never come)."""
+        if session_ids is None:
+            self._release_waiting()
+            sessions = list(self.sessions.connected())
+        else:
+            found = (self.sessions.get(session_id) for session_id in session_ids)
+            sessions = [s for s in found if s is not None and s.connection is not None]
+        for session in sessions:
             ticket, _ = self._ticket()
             self._bus.send(Attach(session.caller, True, ticket))
 

@@ -358,22 +358,27 @@ class StoreBase:
 def fences_of(records: Iterable[Record], held: Mapping[str, Lease]) -> dict[str, int]:
     """The epochs a transaction of ``records`` must still find in the ``leases`` table:
     :data:`EVERY_RESOURCE`'s alone when it is held (it covers every record), else the
-    lease of each race and tournament written. Raises :class:`LeaseLost` for a resource
-    whose lease is not held (it was lost, or never taken)."""
+    lease of each race and tournament written (or the lease that covers it). Raises
+    :class:`LeaseLost` for a resource whose lease is not held (it was lost, or never
+    taken)."""
     every = held.get(EVERY_RESOURCE)
     if every is not None:
         return {EVERY_RESOURCE: every.epoch}
     from server.journal import resource_of
 
     fences: dict[str, int] = {}
+    seen: set[str] = set()
     for record in records:
         resource = resource_of(record)
-        if resource is None or resource in fences:
+        if resource is None or resource in seen:
             continue
+        seen.add(resource)
         lease = held.get(resource)
         if lease is None:
             raise LeaseLost((resource,))
-        fences[resource] = lease.epoch
+        # Held under its own name, or covered by another's lease (a cluster's tournaments
+        # and their races are covered by the lobby's): the row to check is the lease's.
+        fences[lease.resource_id] = lease.epoch
     return fences
 
 

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine import Ruleset
@@ -115,6 +115,10 @@ TOURNAMENT_CODE_LENGTH = 6
 TOURNAMENT_REQUESTS = tuple(TOURNAMENT_CLIENT_MESSAGES.values())
 
 
+#: Codes tried for a new tournament before it is refused (a cluster's node leases each).
+LEASE_TRIES = 3
+
+
 class _Refused(Exception):
     def __init__(self, code: ErrorCode, message: str):
         super().__init__(message)
@@ -166,6 +170,15 @@ class TournamentRaces(Protocol):
 
     def is_present(self, session_id: str) -> bool:
         """Whether ``session_id`` has a connection now."""
+        ...
+
+    async def lease(self, tournament_id: str) -> bool:
+        """Take the lease of a new tournament (one process holds every lease); ``False``:
+        it cannot be had now."""
+        ...
+
+    def gone(self, resource_id: str) -> None:
+        """A race or tournament is over and forgotten: nothing writes it any more."""
         ...
 
 
@@ -236,10 +249,21 @@ class TournamentDesk:
     async def start(self) -> None:
         """Bring back the stored tournaments not finished (after the race tier recovered
         its races), then start the clock task."""
+        self.start_clock()
+        journal = self._journal
+        kept_ones = await journal.read_tournaments(include_finished=False) if journal.stores else []
+        await self.take_over(kept_ones)
+
+    def start_clock(self) -> None:
+        """Start the clock task (with no tournament yet: a cluster's node takes them over
+        one by one)."""
         self._tasks = [asyncio.create_task(self._run_clock(), name="tournaments-clock")]
+
+    async def take_over(self, kept_ones: Sequence[StoredTournament]) -> list[str]:
+        """Bring back these stored tournaments (after the race tier recovered their
+        races); the sessions entered in them."""
         journal = self._journal
         stored = []
-        kept_ones = await journal.read_tournaments(include_finished=False) if journal.stores else []
         for kept in kept_ones:
             tournament = restore(kept)
             # A server may stop between storing a race's result and recording it in the
@@ -270,6 +294,21 @@ class TournamentDesk:
                 round=tournament.round,
                 races=len(tournament.races_in_progress()),
             )
+        return [entrant for tournament, _ in stored for entrant in tournament.entrants]
+
+    def drop(self, codes: Collection[str]) -> list[str]:
+        """Stop running these tournaments (their lease is another node's, or about to be):
+        nothing more sent, nothing more written; the ids of their races, which the race
+        tier drops too."""
+        races: list[str] = []
+        for code in codes:
+            tournament = self.tournaments.get(code)
+            if tournament is None:
+                continue
+            self._outboxes[code].close()
+            races.extend(tournament.races)
+            self._forget(tournament, gone=False)
+        return races
 
     def stop(self) -> None:
         """Cancel the desk's clock and send nothing more (the tournaments stay as
@@ -455,7 +494,7 @@ class TournamentDesk:
             self._check_room(caller.session_id)
             if settings.seed_policy == "winnable":
                 self._winnable.check_hopeful(settings.ruleset)  # no deal to be had lately
-            code = await self._unused_code()
+            code = await self._leased_code()
             self._check_room(caller.session_id)  # others may have created one meanwhile
         except (_Refused, SeedRefused) as refusal:
             self._refuse(caller, message, refusal)
@@ -479,6 +518,18 @@ class TournamentDesk:
                 f"you already have {held} tournaments, as many as one session may: end one "
                 f"(a finished one still counts for {self._config.finished_linger:g} seconds)",
             )
+
+    async def _leased_code(self) -> str:
+        """An unused join code, whose lease this node holds (a cluster's: one process
+        holds every lease)."""
+        for _ in range(LEASE_TRIES):
+            code = await self._unused_code()
+            if await self._races.lease(code):
+                return code
+        raise _Refused(
+            ErrorCode.UNAVAILABLE,
+            "no new tournament can be leased right now: send it again shortly",
+        )
 
     async def _unused_code(self) -> str:
         """A join code no tournament has, in memory or in the store."""
@@ -685,11 +736,13 @@ class TournamentDesk:
             self._held_by.setdefault(tournament.created_by, set()).add(code)
         self._schedule(tournament)
 
-    def _forget(self, tournament: Tournament) -> None:
+    def _forget(self, tournament: Tournament, *, gone: bool = True) -> None:
         """Let a finished tournament go from memory (its linger is over): from now on it
-        is read from the store. Its outbox is dropped, not closed: what it still has to
-        send goes out once committed."""
+        is read from the store (``gone``: nothing writes it any more). Its outbox is
+        dropped, not closed: what it still has to send goes out once committed."""
         code = tournament.code
+        if gone:
+            self._races.gone(tournament.tournament_id)
         del self.tournaments[code]
         self._unfinished.discard(code)
         creator = tournament.created_by

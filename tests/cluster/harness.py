@@ -28,7 +28,9 @@ from client.bot_runner import Bot
 from client.bots import get_strategy
 from client.connection import Backoff, Connection, ConnectionFailed
 from protocol import (
+    CreateRace,
     Error,
+    JoinRace,
     MovePlaced,
     QuickRace,
     RaceFinished,
@@ -64,11 +66,15 @@ class Cluster:
         return [self.nodes[name].url for name in names[at:] + names[:at]]
 
     def leader(self) -> str | None:
-        """The node that holds the lease now, by the store."""
+        """The node that holds the lobby's lease now, by the store."""
+        return self.owner("lobby")
+
+    def owner(self, resource: str) -> str | None:
+        """The node that holds ``resource``'s lease now (a race's id), by the store."""
         with psycopg.connect(self.db, autocommit=True) as connection:
             row = connection.execute(
-                "SELECT owner FROM leases WHERE resource_id = '*'"
-                " AND expires_at > extract(epoch FROM clock_timestamp())"
+                "SELECT owner FROM leases WHERE resource_id = %s"
+                " AND expires_at > extract(epoch FROM clock_timestamp())", (resource,)
             ).fetchone()
         return None if row is None else str(row[0])
 
@@ -114,9 +120,14 @@ class Racer(Bot):
     """A bot that keeps everything it is sent. It plays greedy, whose games last: a random
     player's game can be lost in a few cards, before the fault a test makes mid-race."""
 
-    def __init__(self, addresses: Sequence[str], name: str, pace: float) -> None:
+    def __init__(
+        self, addresses: Sequence[str], name: str, pace: float,
+        request: QuickRace | CreateRace | JoinRace | None = None,
+    ) -> None:
+        """A racer on ``addresses[0]`` (the others in turn when it is gone) who sends
+        ``request`` (a quick race unless given) and plays."""
         super().__init__(
-            Connection(addresses, name, bot=True, backoff=BACKOFF), QuickRace(),
+            Connection(addresses, name, bot=True, backoff=BACKOFF), request or QuickRace(),
             get_strategy("greedy"), pace=pace,
         )
         self.seen: list[ServerMessage] = []

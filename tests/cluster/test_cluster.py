@@ -1,9 +1,10 @@
 """A cluster end to end: three node processes on one PostgreSQL database and one Redis.
 
 Each test plays a real race with the real client's bots, spread over the nodes, does
-something to the cluster mid-race (nothing, SIGKILL of the leader, SIGSTOP of it past its
-lease, a Redis restart, the database unavailable), lets the race finish, and checks what
-the racers saw against what the journal holds (:func:`check_result`).
+something to the cluster mid-race (nothing, SIGKILL of the leader, which runs the quick
+races, SIGSTOP of it past its leases, a Redis restart, the database unavailable), lets the
+race finish, and checks what the racers saw against what the journal holds
+(:func:`check_result`).
 """
 
 from __future__ import annotations
@@ -85,12 +86,13 @@ async def test_the_leader_killed_mid_race_the_race_finishes_on_another_node(
         leader, _, game = await play(cluster, on_leader=True)
         await moves_made(game.racers[0], 3)
         cluster.nodes[leader].kill()
-        successor = await cluster.wait_for_leader(other_than=leader)
+        await cluster.wait_for_leader(other_than=leader)
         race = await game.finish(tmp_path)
         assert game.racers[0].welcomes() >= 2  # it came back through another node
-        recovered = [line for line in cluster.log(successor)
-                     if line.get("event") == "race_recovered"]
-        assert [line["race"] for line in recovered] == [race]
+        # The quick race was the leader's; one other node took its lease and rebuilt it.
+        recovered = [(name, line["race"]) for name in cluster.nodes if name != leader
+                     for line in cluster.log(name) if line.get("event") == "race_recovered"]
+        assert [race for _, race in recovered] == [race]
 
 
 async def test_a_leader_stopped_past_its_lease_writes_nothing_when_it_wakes(
@@ -158,4 +160,4 @@ async def test_postgresql_unavailable_mid_race_moves_are_refused_until_it_is_bac
             await allow_connections(postgres_url, True)
         await game.finish(tmp_path)
         events = [line.get("event") for line in cluster.log(leader)]
-        assert "leader_suspended" in events
+        assert "node_suspended" in events

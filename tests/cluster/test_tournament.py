@@ -1,5 +1,6 @@
-"""A tournament across three nodes whose leader is killed during a round, and the next
-leader between rounds: every race is played, and the export verifies game by game."""
+"""A tournament across three nodes, run by the node it was made on (the holder of its
+lease), which is killed during a round, and its next owner between rounds: every race is
+played, and the export verifies game by game."""
 
 from __future__ import annotations
 
@@ -44,18 +45,30 @@ async def host(cluster: Cluster, node: str, *argv: str) -> str:
     return out
 
 
-async def test_a_tournament_survives_its_leader_killed_during_a_round_and_between_rounds(
+async def new_owner(cluster: Cluster, code: str, other_than: str) -> str:
+    """The node that holds tournament ``code``'s lease, once another than ``other_than``
+    does."""
+    deadline = time.monotonic() + PATIENCE
+    while (owner := cluster.owner(code)) in (None, other_than):
+        assert time.monotonic() < deadline, "nobody took the tournament over"
+        await asyncio.sleep(0.1)
+    assert owner is not None
+    return owner
+
+
+async def test_a_tournament_survives_its_owner_killed_during_a_round_and_between_rounds(
     tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
 ) -> None:
     with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
-        first = await cluster.wait_for_leader()
+        leader = await cluster.wait_for_leader()
         names = list(cluster.nodes)
-        away = next(name for name in names if name != first)
-        out = await host(cluster, away, "tournament", "create", "--name", "cluster cup",
+        first = next(name for name in names if name != leader)
+        out = await host(cluster, first, "tournament", "create", "--name", "cluster cup",
                          "--rounds", "2", "--race-size", "2")
         code = re.search(r"join code:\s+(\S+)", out)[1]  # type: ignore[index]
         token = re.search(r"host token:\s+(\S+)", out)[1]  # type: ignore[index]
-        await host(cluster, away, "tournament", "open", code, "--token", token)
+        assert cluster.owner(code) == first  # made there, run there
+        await host(cluster, leader, "tournament", "open", code, "--token", token)
         bots = [
             TournamentBot(
                 Connection(cluster.addresses(name), f"bot-{name}", bot=True, backoff=BACKOFF),
@@ -66,19 +79,19 @@ async def test_a_tournament_survives_its_leader_killed_during_a_round_and_betwee
         playing = [asyncio.create_task(bot.play()) for bot in bots]
         await until_state(bots, lambda s: len(s.standings) == 3)
 
-        await host(cluster, away, "tournament", "start-round", code, "--token", token)
+        await host(cluster, leader, "tournament", "start-round", code, "--token", token)
         await until_state(bots, lambda s: s.round == 1 and bool(s.races))
         deadline = time.monotonic() + PATIENCE
         while not any(bot.tracker.mirror and len(bot.tracker.mirror.moves) >= 2 for bot in bots):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.02)
         cluster.nodes[first].kill()  # during round 1
-        second = await cluster.wait_for_leader(other_than=first)
+        second = await new_owner(cluster, code, other_than=first)
         await until_state(bots, round_over(1))
 
         cluster.nodes[second].kill()  # between the rounds
         last = next(name for name in names if name not in (first, second))
-        assert await cluster.wait_for_leader(other_than=second) == last
+        assert await new_owner(cluster, code, other_than=second) == last
         await host(cluster, last, "tournament", "start-round", code, "--token", token)
         async with asyncio.timeout(PATIENCE * 2):
             results = await asyncio.gather(*playing)

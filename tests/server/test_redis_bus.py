@@ -1,10 +1,10 @@
-"""The cluster's bus over the machine's real Redis: commands reach the leader once, or
-are answered where they were sent; events reach each node that listens, once."""
+"""The cluster's bus over the machine's real Redis: commands reach their race's owner
+once, or are answered where they were sent; events reach each node that listens, once."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Protocol
 
 import pytest
@@ -70,58 +70,106 @@ def collect(bus: RedisBus) -> list[Event]:
     return events
 
 
-async def test_a_command_reaches_the_leader_once_and_an_update_each_listening_node_once(
+def owners(table: dict[str, str]) -> Callable[[Collection[str]], Awaitable[dict[str, str]]]:
+    """A node's reading of who holds each lease, from ``table`` (``""`` where absent): the
+    store's ``leases`` table stands behind it in a node (tests/cluster)."""
+
+    async def resolve(resources: Collection[str]) -> dict[str, str]:
+        return {resource: table.get(resource, "") for resource in resources}
+
+    return resolve
+
+
+def holding(*resources: str) -> Callable[[str], bool]:
+    """A node's own leases."""
+    return lambda resource: resource in resources
+
+
+async def test_a_command_reaches_its_races_owner_once_and_an_update_each_listening_node_once(
     node: Node,
 ) -> None:
-    leader, follower, idle = node("a"), node("b"), node("c")
-    for bus in (leader, follower, idle):
+    owner, other, idle = node("a"), node("b"), node("c")
+    for bus in (owner, other, idle):
         await bus.start()
     commands: list[Command] = []
-    leader.serve(commands.append)
-    await leader.serving()
-    heard, idle_heard = collect(follower), collect(idle)
-    follower.subscribe(race_feed("K7QX"))
-    follower.send(MOVE)
+    misplaced: list[Command] = []
+    owner.serve(commands.append, holding("K7QX"), owners({}))
+    other.serve(misplaced.append, holding(), owners({"K7QX": "a"}))
+    heard, idle_heard = collect(other), collect(idle)
+    other.subscribe(race_feed("K7QX"))
+    other.send(MOVE)
     await until(lambda: len(commands) == 1)
     assert commands == [MOVE]
+    assert misplaced == []
     await asyncio.sleep(0.3)  # the subscription reaches Redis
     update = Deliver(ToFeed(race_feed("K7QX"), Audience.EVERYONE), b"\x81\xa1a\x01")
-    leader.publish([update, update])
+    owner.publish([update, update])
     await until(lambda: len(heard) == 2)
     await asyncio.sleep(0.2)
     assert heard == [update, update]  # one message of two events, once
     assert idle_heard == []  # follows nothing: gets nothing
-    assert leader.published == 1
+    assert owner.published == 1
 
 
-async def test_a_command_that_reaches_no_leader_is_sent_again_until_one_leads(
+async def test_a_command_whose_owner_is_gone_is_sent_again_until_it_is_back(
     node: Node,
 ) -> None:
-    follower, late = node("b"), node("a")
-    await follower.start()
-    await late.start()
-    follower.send(MOVE)
-    await asyncio.sleep(0.5)  # nobody leads: kept, and published again every 0.2 s
+    other, late = node("b"), node("a")
+    await other.start()
+    other.serve(lambda command: None, holding(), owners({"K7QX": "a"}))
+    other.send(MOVE)
+    await asyncio.sleep(0.5)  # "a" is not there: kept, and published again every 0.2 s
     commands: list[Command] = []
-    late.serve(commands.append)
+    await late.start()
+    late.serve(commands.append, holding("K7QX"), owners({}))
     await until(lambda: commands == [MOVE])
     await asyncio.sleep(0.5)
     assert commands == [MOVE]  # once
 
 
-async def test_a_command_no_leader_takes_in_time_is_refused_where_it_was_sent(
+async def test_a_command_for_a_race_nobody_runs_is_answered_where_it_was_sent(
     node: Node,
 ) -> None:
-    follower = node("b", failover_wait=0.3)
-    await follower.start()
-    answered = collect(follower)
-    follower.send(MOVE)
-    follower.send(Attach(ANN, resumed=True, ticket=4))
+    alone = node("b")
+    await alone.start()
+    here: list[Command] = []
+    alone.serve(here.append, holding(), owners({}))
+    alone.send(MOVE)
+    await until(lambda: here == [MOVE])  # its race tier says there is no such race
+
+
+async def test_a_command_sent_to_a_node_that_lost_the_race_goes_on_to_its_owner(
+    node: Node,
+) -> None:
+    sender, stale, owner = node("b"), node("c"), node("a")
+    for bus in (sender, stale, owner):
+        await bus.start()
+    wrong: list[Command] = []
+    commands: list[Command] = []
+    sender.serve(wrong.append, holding(), owners({"K7QX": "c"}))  # read before it moved
+    stale.serve(wrong.append, holding(), owners({"K7QX": "a"}))
+    owner.serve(commands.append, holding("K7QX"), owners({}))
+    sender.send(MOVE)
+    await until(lambda: commands == [MOVE])
+    await asyncio.sleep(0.3)
+    assert commands == [MOVE] and wrong == []
+
+
+async def test_a_command_no_owner_takes_in_time_is_refused_where_it_was_sent(
+    node: Node,
+) -> None:
+    other = node("b", failover_wait=0.3)
+    await other.start()
+    answered = collect(other)
+    other.subscribe("session:p-1")  # p-1 is connected to this node
+    other.serve(None, holding(), owners({"K7QX": "gone"}))
+    other.send(Attach(ANN, resumed=True, ticket=4))  # no race tier here: released at once
+    other.send(MOVE)
     await until(lambda: len(answered) == 2)
-    refusal, done = answered
+    done, refusal = answered
+    assert done == Done("p-1", 4)
     assert isinstance(refusal, Refuse) and refusal.code is ErrorCode.UNAVAILABLE
     assert (refusal.in_reply_to, refusal.reply_to) == ("place", 3)
-    assert done == Done("p-1", 4)
 
 
 async def test_a_feed_followed_here_in_a_batch_gets_the_batchs_later_updates_here(

@@ -366,6 +366,73 @@ async def test_a_write_for_a_race_whose_lease_is_not_held_is_refused(open_at: Op
 # ------------------------------------------------------------ PostgreSQL only
 
 
+async def test_fresh_leases_are_taken_in_one_statement_leaving_out_those_ever_taken(
+    postgres_url: str,
+) -> None:
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    try:
+        old = await node_b.acquire_lease("R2", "node-b", 0.0)  # expired, but taken once
+        taken = await node_a.lease_fresh(["R1", "R2", "R3"], "node-a", 30.0)
+        assert sorted(lease.resource_id for lease in taken) == ["R1", "R3"]
+        assert {(lease.owner, lease.epoch) for lease in taken} == {("node-a", 1)}
+        assert set(node_a.held_leases) == {"R1", "R3"}
+        assert await node_a.read_lease("R2") == old
+    finally:
+        await node_a.aclose()
+        await node_b.aclose()
+
+
+async def test_leases_are_renewed_in_one_statement_and_one_taken_over_is_let_go(
+    postgres_url: str,
+) -> None:
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    try:
+        leases = [await node_a.acquire_lease(r, "node-a", 1.0) for r in ("R2", "R1", "R3")]
+        await node_b.take_over_lease("R3", "node-b", 30.0)
+        renewed = {lease.resource_id: lease for lease in await node_a.renew_leases(leases, 60.0)}
+        assert sorted(renewed) == ["R1", "R2"]
+        for old in leases[:2]:
+            new = renewed[old.resource_id]
+            assert new.epoch == old.epoch
+            assert new.expires_at is not None and old.expires_at is not None
+            assert new.expires_at > old.expires_at + 30
+        assert set(node_a.held_leases) == {"R1", "R2"}  # R3 is node-b's now
+    finally:
+        await node_a.aclose()
+        await node_b.aclose()
+
+
+async def test_a_lease_taken_over_fails_only_its_races_writes_in_a_shared_transaction(
+    postgres_url: str,
+) -> None:
+    """The group commit gives each race its own future: the transaction is refused for
+    R1's stale epoch, then written again without R1, so R2's move (submitted in the same
+    loop iteration) is stored, and only R1's future fails."""
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    try:
+        await node_a.acquire_lease("R1", "node-a", 30.0)
+        await node_a.acquire_lease("R2", "node-a", 30.0)
+        await node_a.write(RaceOpened("R1", "s", OPTIONS, None, 0.0),
+                           RaceOpened("R2", "s", OPTIONS, None, 0.0))
+        await node_b.take_over_lease("R1", "node-b", 30.0)
+        lost, kept = node_a.submit(*moves("R1", 1, 1)), node_a.submit(*moves("R2", 1, 1))
+        assert lost is not kept
+        with pytest.raises(LeaseLost) as refused:
+            await node_a.wait(lost)
+        assert refused.value.resources == ("R1",)
+        await node_a.wait(kept)
+        recovered = await node_b.recover()
+        assert commands_of(recovered, "R1") == []
+        assert commands_of(recovered, "R2") == [moves("R2", 1, 1)[0].command]
+    finally:
+        await node_a.aclose()
+        await node_b.aclose()
+
+
+
 async def test_a_takeover_waits_for_the_transaction_that_holds_the_lease(
     postgres_url: str,
 ) -> None:
