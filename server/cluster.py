@@ -52,7 +52,7 @@ from collections.abc import Collection, Container, Coroutine
 from enum import Enum
 from typing import Any
 
-from protocol import CreateRace, ErrorCode, QuickRace
+from protocol import CreateRace, DailyRace, ErrorCode, QuickRace
 from server.bus import Command, Request
 from server.config import ServerConfig
 from server.journal_file import JournalRefused
@@ -86,7 +86,9 @@ def new_node_id() -> str:
 
 def _may_open_a_race(command: Command) -> bool:
     """Whether ``command`` may make a race (which takes a race id leased ahead)."""
-    return isinstance(command, Request) and isinstance(command.message, QuickRace | CreateRace)
+    return isinstance(command, Request) and isinstance(
+        command.message, QuickRace | CreateRace | DailyRace
+    )
 
 
 class NodeRole(Enum):

@@ -52,7 +52,7 @@ from enum import Enum
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-from protocol import CreateRace, ErrorCode, ListRaces, QuickRace
+from protocol import CreateRace, DailyRace, ErrorCode, ListRaces, QuickRace
 from server.bus import (
     LOBBY,
     Attach,
@@ -116,6 +116,8 @@ def placement(command: Command) -> str | Place:
     >>> ann = Caller("p-1", "ann", False, Role.PLAYER)
     >>> placement(Request(ann, QuickRace()))
     'lobby'
+    >>> placement(Request(ann, DailyRace()))  # the day's rooms fill from every node
+    'lobby'
     >>> placement(Detach("p-1"))
     <Place.EVERYWHERE: 'everywhere'>
     """
@@ -130,8 +132,8 @@ def placement(command: Command) -> str | Place:
     if where.startswith("tournament:"):
         return where.removeprefix("tournament:")  # a tournament's code is its id
     message = command.message
-    if isinstance(message, QuickRace | ListRaces):
-        return LOBBY_LEASE
+    if isinstance(message, QuickRace | ListRaces | DailyRace):
+        return LOBBY_LEASE  # a daily room fills from every node, as a quick race does
     if isinstance(message, CreateRace) and message.options.public:
         return LOBBY_LEASE  # listed: the lobby keeps the list
     return Place.HERE
