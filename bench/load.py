@@ -75,6 +75,7 @@ from cli.server_commands import LOOPS, event_loop_factory
 from engine.board import Board
 from engine.cards import DECK, deal_ids
 from protocol import (
+    ClaimName,
     CreateRace,
     Hello,
     JoinRace,
@@ -84,6 +85,7 @@ from protocol import (
     Spectate,
     encode,
 )
+from protocol.players import encode_players
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -150,6 +152,9 @@ class Settings:
     node ``i % nodes``, and the first node started leads."""
     redis: str = REDIS_URL
     """For ``cluster``: the Redis its nodes meet on."""
+    rated: bool = False
+    """Against a server: every racer claims its name after ``hello`` and the races are
+    rated (``rated: true``), so each finish rates its players (ratings on)."""
 
 
 # ============================================================ the generator process
@@ -372,11 +377,22 @@ class Generator:
 
     # ------------------------------------------------------------- server mode
 
+    async def claim(self, ws: WireClient) -> bool:
+        """Claim the racer's name (``--rated``): whether the server gave its key."""
+        await ws.send(encode_players(ClaimName(id=0)))
+        while True:
+            answer = msgpack.unpackb(await ws.recv())
+            if answer.get("type") == "player_key":
+                return True
+            if answer.get("type") == "error":
+                self.error(f"claim:{answer.get('code')}")
+                return False
+
     async def server_racer(self, group: Group, seat: int) -> None:
         name = f"load-{group.index}-{seat}"
         ws = await self.open("/", Hello(name=name, bot=True, client="bench.load"),
                              group.index * self.settings.race_size + seat)
-        if ws is None:
+        if ws is None or (self.settings.rated and not await self.claim(ws)):
             return
         rng = random.Random(self.settings.seed * 1_000_003 + group.index * 1009 + seat)
         await self.go.wait()
@@ -394,6 +410,7 @@ class Generator:
                         public=False,
                         auto_start=True,
                         countdown=0,
+                        rated=self.settings.rated,
                     )
                     await ws.send(encode(CreateRace(options=options, id=request)))
                 else:
@@ -1457,6 +1474,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis", default=os.environ.get("REDIS_URL") or REDIS_URL,
                         metavar="URL", help="for the cluster target: the Redis its nodes meet "
                         f"on (default REDIS_URL, else {REDIS_URL})")
+    parser.add_argument("--rated", action="store_true",
+                        help="ratings on: racers claim their names and race rated races "
+                        "(against a server target)")
     parser.add_argument("--scrape", type=float, default=defaults.scrape, metavar="SECONDS",
                         help="GET the server's /metrics every SECONDS of the measured window, "
                         "as Prometheus would (default: never); the round trips are reported")
@@ -1494,7 +1514,7 @@ def main(argv: list[str] | None = None) -> int:
         spectators=args.spectators, duration=args.duration,
         warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
         loop=args.loop, priority=args.priority, scrape=args.scrape, postgres=args.postgres,
-        nodes=args.nodes, redis=args.redis,
+        nodes=args.nodes, redis=args.redis, rated=args.rated,
     )
     if args.goals:
         rows, results = run_goals(settings)
