@@ -22,7 +22,7 @@ async def test_the_leaderboards_and_a_profile_in_the_page(
     await page.reload()
     lines = page.locator("#board tbody tr")
     await expect(lines).to_have_count(2)
-    await expect(page.locator("#where")).to_contain_text("1–2 of 2")
+    await expect(page.locator("#where")).to_contain_text("1\u20132 of 2")  # an en dash
     bob_line = page.locator(f'#board tr[data-player="{bob_key.player}"]')
     await expect(bob_line.locator(".bot-mark")).to_have_text("bot")
     ann_line = page.locator(f'#board tr[data-player="{ann_key.player}"]')
