@@ -56,7 +56,13 @@ from protocol import (
     Spectate,
     Welcome,
 )
-from protocol.players import GetProfile, Leaderboard, PlayerClientMessage, Profile
+from protocol.players import (
+    GetLeaderboard,
+    GetProfile,
+    Leaderboard,
+    PlayerClientMessage,
+    Profile,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +203,7 @@ class NetworkApp(FoursquareApp):
     async def on_server_request(self, event: ServerRequest) -> None:
         """A screen wants something sent."""
         sent = await self.connection.send(event.request)
-        if not sent and isinstance(event.request, ListRaces):
+        if not sent and isinstance(event.request, ListRaces | GetLeaderboard):
             return  # asked again as soon as the link is up
         if not sent:
             if isinstance(event.request, Place) and self.tracker.mirror is not None:
@@ -274,6 +280,8 @@ class NetworkApp(FoursquareApp):
                 rejoin = self.tracker.seat_lost_on_drop()
                 if rejoin is not None and not self.plan.watch:
                     await self.connection.send(rejoin)
+            if isinstance(self.main_screen, LobbyScreen):
+                self.main_screen.ask_board()  # the lobby's asks so far found the link down
             self._show_link()
             return
         if isinstance(message, Error):
