@@ -176,6 +176,9 @@ class Stats:
     error_samples: list[str] = field(default_factory=list)
     connected: int = 0
     races: int = 0
+    ratings: int = 0
+    """``rating`` frames racers received (``--rated``: each rated finish sends one a
+    claimed racer)."""
 
 
 class CollectorPauses:
@@ -448,6 +451,9 @@ class Generator:
                 if names_race(frame, race_id):
                     break
                 continue
+            if kind_bytes == b"rating":
+                self.stats.ratings += 1
+                continue
             if kind_bytes is not None and kind_bytes not in RACER_READS and not (
                 # The answer to the create/join (a ``race``) comes before anything else.
                 (kind_bytes == b"race" and not race_id)
@@ -710,6 +716,7 @@ class Generator:
             "error_samples": stats.error_samples,
             "connected": stats.connected,
             "races_started": stats.races,
+            "ratings_received": stats.ratings,
             "first_card_s": summary(stats.starts),
             "generator_cpu_percent": 100 * cpu / wall,
             "generator_cpu_wait_percent": 100 * waited / wall,
@@ -1552,7 +1559,7 @@ def main(argv: list[str] | None = None) -> int:
     notes += caveats(results)
     print(table(results))
     for line in (ratios(results) + store_lines(results) + cluster_lines(results)
-                 + scrape_lines(results) + notes):
+                 + scrape_lines(results) + rating_lines(results, settings) + notes):
         print(line)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"settings": asdict(settings), "results": results},
@@ -1564,6 +1571,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             write_docs(results, shown, notes)
     return 0
+
+
+def rating_lines(results: list[dict[str, Any]], settings: Settings) -> list[str]:
+    """With ``--rated``: how many ``rating`` frames each run's racers received (a rated
+    finish sends one to each claimed racer), so a run says that ratings were on."""
+    if not settings.rated:
+        return []
+    return [f"- {r['target']} at {r['racers']:,} racers, ratings on: the racers received "
+            f"{r.get('ratings_received', 0):,} `rating` frames in the run"
+            for r in results if r["target"] != "echo"]
 
 
 def by_load(results: list[dict[str, Any]]) -> list[tuple[int, dict[str, dict[str, Any]]]]:
