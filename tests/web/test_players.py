@@ -52,6 +52,9 @@ async def test_the_leaderboards_and_a_profile_in_the_page(
     await expect(page.locator("#recent")).to_contain_text(race)
     await expect(page.locator(".watch-command")).to_have_text(f"foursquare watch {race}")
     await screenshot(page, "profile")
+    await page.locator("#recent a.replay-link").click()  # the race, replayed in the page
+    await expect(page).to_have_url(f"{live_server.http_url}/watch/{race}")
+    await expect(page.locator("#phase")).to_contain_text("Finished")
 
 
 async def test_a_profile_no_player_has_says_so(page: Page, live_server: LiveServer) -> None:

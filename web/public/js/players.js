@@ -58,12 +58,13 @@ export function poolsTable(pools, onChart) {
       h("td", {}, dash(pool.best_score)), h("td", { class: "average" }, averageStockLeft(pool))))));
 }
 
-/** A profile's recent races as a table: the race id and how to watch it again. */
+/** A profile's recent races as a table: the race id (a link to watch it again in the
+ * page, which replays a finished race) and the command that does it in a terminal. */
 export function racesTable(recent) {
   return h("table", { class: "leaderboard players", id: "recent" },
     h("thead", {}, h("tr", {}, ["Race", "Ended", "Place", "Outcome", "Score", "Rating after", "Watch again"].map((t) => h("th", {}, t)))),
     h("tbody", {}, recent.map((race) => h("tr", {},
-      h("td", {}, h("code", {}, race.race)),
+      h("td", {}, h("a", { href: `/watch/${race.race}`, class: "replay-link" }, h("code", {}, race.race))),
       h("td", {}, new Date(race.ended_at).toISOString().slice(0, 16).replace("T", " ")),
       h("td", {}, `${race.place}/${race.racers}`), h("td", {}, race.status),
       h("td", {}, dash(race.score)),

@@ -88,7 +88,7 @@ export function profilePage(root, player) {
       h("section", { class: "panel" }, h("h2", {}, "Ratings by rules"), pools),
       h("section", { class: "panel" }, h("h2", {}, "Rating history"), chart)),
     h("section", { class: "panel" }, h("h2", {}, "Recent races"),
-      h("p", { class: "note" }, "Watch a finished race again in a terminal with the command beside it."), races));
+      h("p", { class: "note" }, "Watch a race again: click its id to replay it here, or run the command beside it in a terminal."), races));
 
   function show(profile) {
     fill(title, profile.name, profile.bot ? h("span", { class: "bot-mark" }, " bot") : null);
