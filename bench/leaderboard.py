@@ -3,7 +3,8 @@
 Fills a fresh SQLite journal (and, with ``--postgres URL``, a PostgreSQL database) with
 ``--players`` rows of ``ratings`` in one pool (a tenth of them bots), then times the
 leaderboard job (:func:`server.player_store.leaderboard`, as a ``get_leaderboard``
-request runs it: the count and one page) for the top page, a page deep in the board and
+request runs it: the count and one page) for the top page, a page deep in the board (read
+after the key of the line before it, as a cursor asks, and by offset, for comparison) and
 the board without bots, ``--repeat`` times each, and prints the median and the worst.
 
     python -m bench.leaderboard --players 100000 [--postgres postgresql://.../db]
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from engine import Ruleset
 from server.journal import Journal
-from server.player_store import leaderboard
+from server.player_store import BoardKey, leaderboard
 from server.postgres import PostgresStore
 from server.ratings import pool_of
 from server.store import Store
@@ -50,20 +51,28 @@ def _fill(count: int):  # type: ignore[no-untyped-def]
 
 
 async def _time(store: Store, label: str, repeat: int, players: int) -> None:
+    middle = players // 2
+    # The key of the line at rank 50,000: where a client paging with cursors asks for the
+    # page at rank 50,001 (found once, not timed: the client has it from the page before).
+    _, (line,) = await store.run(
+        functools.partial(leaderboard, POOL, "rating", True, None, middle - 1, 1), writes=False
+    )
     cases = {
-        "top page (rating)": ("rating", True, 0),
-        "page at rank 50,001": ("rating", True, players // 2),
-        "top page, no bots": ("rating", False, 0),
-        "top page (wins)": ("wins", True, 0),
+        "top page (rating)": ("rating", True, None, 0),
+        f"page at rank {middle + 1:,}, after a key": ("rating", True,
+                                                    BoardKey.of("rating", line), 0),
+        f"page at rank {middle + 1:,}, by offset": ("rating", True, None, middle),
+        "top page, no bots": ("rating", False, None, 0),
+        "top page (wins)": ("wins", True, None, 0),
     }
-    for case, (board, bots, offset) in cases.items():
+    for case, (board, bots, after, offset) in cases.items():
         times = []
         for _ in range(repeat):
-            job = functools.partial(leaderboard, POOL, board, bots, offset, 20)
+            job = functools.partial(leaderboard, POOL, board, bots, after, offset, 20)
             began = time.perf_counter()
             await store.run(job, writes=False)
             times.append((time.perf_counter() - began) * 1000)
-        print(f"{label:<11} {case:<22} median {statistics.median(times):6.2f} ms"
+        print(f"{label:<11} {case:<36} median {statistics.median(times):6.2f} ms"
               f"  worst {max(times):6.2f} ms")
 
 

@@ -75,6 +75,7 @@ from cli.server_commands import LOOPS, event_loop_factory
 from engine.board import Board
 from engine.cards import DECK, deal_ids
 from protocol import (
+    ClaimName,
     CreateRace,
     Hello,
     JoinRace,
@@ -84,6 +85,7 @@ from protocol import (
     Spectate,
     encode,
 )
+from protocol.players import encode_players
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -150,6 +152,9 @@ class Settings:
     node ``i % nodes``, and the first node started leads."""
     redis: str = REDIS_URL
     """For ``cluster``: the Redis its nodes meet on."""
+    rated: bool = False
+    """Against a server: every racer claims its name after ``hello`` and the races are
+    rated (``rated: true``), so each finish rates its players (ratings on)."""
 
 
 # ============================================================ the generator process
@@ -171,6 +176,9 @@ class Stats:
     error_samples: list[str] = field(default_factory=list)
     connected: int = 0
     races: int = 0
+    ratings: int = 0
+    """``rating`` frames racers received (``--rated``: each rated finish sends one a
+    claimed racer)."""
 
 
 class CollectorPauses:
@@ -372,11 +380,22 @@ class Generator:
 
     # ------------------------------------------------------------- server mode
 
+    async def claim(self, ws: WireClient) -> bool:
+        """Claim the racer's name (``--rated``): whether the server gave its key."""
+        await ws.send(encode_players(ClaimName(id=0)))
+        while True:
+            answer = msgpack.unpackb(await ws.recv())
+            if answer.get("type") == "player_key":
+                return True
+            if answer.get("type") == "error":
+                self.error(f"claim:{answer.get('code')}")
+                return False
+
     async def server_racer(self, group: Group, seat: int) -> None:
         name = f"load-{group.index}-{seat}"
         ws = await self.open("/", Hello(name=name, bot=True, client="bench.load"),
                              group.index * self.settings.race_size + seat)
-        if ws is None:
+        if ws is None or (self.settings.rated and not await self.claim(ws)):
             return
         rng = random.Random(self.settings.seed * 1_000_003 + group.index * 1009 + seat)
         await self.go.wait()
@@ -394,6 +413,7 @@ class Generator:
                         public=False,
                         auto_start=True,
                         countdown=0,
+                        rated=self.settings.rated,
                     )
                     await ws.send(encode(CreateRace(options=options, id=request)))
                 else:
@@ -430,6 +450,9 @@ class Generator:
             if kind_bytes == b"finished" and race_id:
                 if names_race(frame, race_id):
                     break
+                continue
+            if kind_bytes == b"rating":
+                self.stats.ratings += 1
                 continue
             if kind_bytes is not None and kind_bytes not in RACER_READS and not (
                 # The answer to the create/join (a ``race``) comes before anything else.
@@ -693,6 +716,7 @@ class Generator:
             "error_samples": stats.error_samples,
             "connected": stats.connected,
             "races_started": stats.races,
+            "ratings_received": stats.ratings,
             "first_card_s": summary(stats.starts),
             "generator_cpu_percent": 100 * cpu / wall,
             "generator_cpu_wait_percent": 100 * waited / wall,
@@ -1457,6 +1481,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis", default=os.environ.get("REDIS_URL") or REDIS_URL,
                         metavar="URL", help="for the cluster target: the Redis its nodes meet "
                         f"on (default REDIS_URL, else {REDIS_URL})")
+    parser.add_argument("--rated", action="store_true",
+                        help="ratings on: racers claim their names and race rated races "
+                        "(against a server target)")
     parser.add_argument("--scrape", type=float, default=defaults.scrape, metavar="SECONDS",
                         help="GET the server's /metrics every SECONDS of the measured window, "
                         "as Prometheus would (default: never); the round trips are reported")
@@ -1494,7 +1521,7 @@ def main(argv: list[str] | None = None) -> int:
         spectators=args.spectators, duration=args.duration,
         warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
         loop=args.loop, priority=args.priority, scrape=args.scrape, postgres=args.postgres,
-        nodes=args.nodes, redis=args.redis,
+        nodes=args.nodes, redis=args.redis, rated=args.rated,
     )
     if args.goals:
         rows, results = run_goals(settings)
@@ -1532,7 +1559,7 @@ def main(argv: list[str] | None = None) -> int:
     notes += caveats(results)
     print(table(results))
     for line in (ratios(results) + store_lines(results) + cluster_lines(results)
-                 + scrape_lines(results) + notes):
+                 + scrape_lines(results) + rating_lines(results, settings) + notes):
         print(line)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"settings": asdict(settings), "results": results},
@@ -1544,6 +1571,16 @@ def main(argv: list[str] | None = None) -> int:
         else:
             write_docs(results, shown, notes)
     return 0
+
+
+def rating_lines(results: list[dict[str, Any]], settings: Settings) -> list[str]:
+    """With ``--rated``: how many ``rating`` frames each run's racers received (a rated
+    finish sends one to each claimed racer), so a run says that ratings were on."""
+    if not settings.rated:
+        return []
+    return [f"- {r['target']} at {r['racers']:,} racers, ratings on: the racers received "
+            f"{r.get('ratings_received', 0):,} `rating` frames in the run"
+            for r in results if r["target"] != "echo"]
 
 
 def by_load(results: list[dict[str, Any]]) -> list[tuple[int, dict[str, dict[str, Any]]]]:

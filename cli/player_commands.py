@@ -1,5 +1,6 @@
 """``foursquare key``: claim a name on a server and keep its player key; show, export and
-import the key (to play as the same player on another machine).
+import the key (to play as the same player on another machine). ``foursquare profile
+NAME``: a claimed player's profile, full screen.
 
 The key is kept by :mod:`client.player_keys` in the user's config directory, readable by
 its owner only; ``play`` then says hello with it on that server.
@@ -43,6 +44,15 @@ def register(subparsers: Subparsers) -> None:
     imported = actions.add_parser("import", help="keep a key exported on another machine")
     imported.add_argument("file", metavar="FILE", type=Path, help="the exported key")
     imported.set_defaults(run=run_import)
+
+    profile = subparsers.add_parser(
+        "profile", help="a player's profile: rating and its history, counts, recent races"
+    )
+    profile.add_argument("name", help="the claimed player's name (case and look-alike letters "
+                         "do not matter)")
+    _server(profile)
+    ca_file_argument(profile)
+    profile.set_defaults(run=run_profile)
 
 
 def _server(parser: argparse.ArgumentParser) -> None:
@@ -153,3 +163,21 @@ def run_import(args: argparse.Namespace) -> int:
     print(f"You are {saved.name} on {saved.server} from now on (player {saved.player}). "
           f"{KEEP_IT_SAFE}")
     return 0
+
+
+def run_profile(args: argparse.Namespace) -> int:
+    """``foursquare profile NAME``: the profile screen of the claimed player NAME (asked
+    for as a spectator: nothing is raced, no name is taken)."""
+    from client.connection import Connection
+    from client.network_app import NetworkApp, Plan
+    from client.wording import usable_name
+    from protocol import Role
+    from protocol.names import BadName
+
+    try:
+        name = usable_name(args.name)
+    except BadName as refusal:
+        print(f"error: the name {refusal}", file=sys.stderr)
+        return 2
+    connection = Connection(args.server, "profile", role=Role.SPECTATOR, ca_file=args.ca_file)
+    return NetworkApp(connection, Plan.player(name)).run() or 0

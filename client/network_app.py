@@ -27,9 +27,16 @@ from client.screens.failure import FailureScreen
 from client.screens.lobby import LobbyScreen
 from client.screens.name import NameChosen, NameScreen
 from client.screens.network_race import NetworkRaceScreen
+from client.screens.profile import ProfileScreen
 from client.screens.race import Clock
 from client.screens.replay import ReplayScreen
-from client.screens.requests import BackToLobby, Request, ServerRequest, ShowDailyBoard
+from client.screens.requests import (
+    BackToLobby,
+    OpenProfile,
+    Request,
+    ServerRequest,
+    ShowDailyBoard,
+)
 from client.screens.results import ResultsScreen
 from client.screens.waiting import WaitingScreen
 from client.screens.watch import WatchScreen
@@ -57,17 +64,26 @@ from protocol import (
     Welcome,
 )
 from protocol.daily import Daily, DailyClientMessage, DailyRace
+from protocol.players import (
+    GetLeaderboard,
+    GetProfile,
+    Leaderboard,
+    PlayerClientMessage,
+    Profile,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What to do once connected: ``request`` is sent after the first welcome.
 
-    ``watch`` makes the app a spectator's; with no request the player gets the lobby.
+    ``watch`` makes the app a spectator's; ``profile`` shows that profile alone (the
+    request asks for it); with no request the player gets the lobby.
     """
 
-    request: ClientMessage | DailyClientMessage | None = None
+    request: ClientMessage | DailyClientMessage | PlayerClientMessage | None = None
     watch: bool = False
+    profile: str | None = None
 
     @classmethod
     def quick(cls) -> Plan:
@@ -88,6 +104,11 @@ class Plan:
     def join(cls, code: str) -> Plan:
         """Join the race with this code."""
         return cls(JoinRace(race=code))
+
+    @classmethod
+    def player(cls, name: str) -> Plan:
+        """Show the profile of the claimed player named ``name``, and nothing else."""
+        return cls(GetProfile(name=name), profile=name)
 
     @classmethod
     def spectate(cls, code: str) -> Plan:
@@ -138,6 +159,8 @@ class NetworkApp(FoursquareApp):
     def _first_screen_for_plan(self) -> Screen[None]:
         if self.plan.watch:
             return WatchScreen(self.tracker)
+        if self.plan.profile is not None:
+            return ProfileScreen(self.plan.profile, alone=True)
         return LobbyScreen(self.connection.name)
 
     async def first_screen_shown(self) -> None:
@@ -196,13 +219,36 @@ class NetworkApp(FoursquareApp):
     async def on_server_request(self, event: ServerRequest) -> None:
         """A screen wants something sent."""
         sent = await self._send(event.request)
-        if not sent and isinstance(event.request, ListRaces):
+        if not sent and isinstance(event.request, ListRaces | GetLeaderboard):
             return  # asked again as soon as the link is up
         if not sent:
             if isinstance(event.request, Place) and self.tracker.mirror is not None:
                 self.tracker.mirror.pending = None
                 await self._show_race()
             self.say("Not sent: the connection is down; it is being restored.")
+
+    async def on_open_profile(self, event: OpenProfile) -> None:
+        """Open a player's profile over the lobby and ask for it."""
+        player = event.player
+        if player is None:
+            welcome = self.connection.welcome
+            player = welcome.player if welcome is not None else None
+        if player is None:
+            self.say("You play as a guest: claim your name (foursquare key claim NAME) to "
+                     "have a rating and a profile.")
+            return
+        await self.push_screen(ProfileScreen(event.shown))
+        if not await self.connection.send(GetProfile(player=player)):
+            self._profile_screen_says("Not sent: the connection is down; it is being restored.")
+
+    def _profile_screen(self) -> ProfileScreen | None:
+        """The profile shown on top, if one is."""
+        return self.screen if isinstance(self.screen, ProfileScreen) else None
+
+    def _profile_screen_says(self, sentence: str) -> None:
+        screen = self._profile_screen()
+        if screen is not None:
+            screen.say(sentence)
 
     async def on_back_to_lobby(self, event: BackToLobby) -> None:
         """Leave the race (finished, or not started yet) for the lobby."""
@@ -244,6 +290,19 @@ class NetworkApp(FoursquareApp):
 
     async def receive(self, message: ServerMessage) -> None:
         """Take one message from the server and show what it changed."""
+        answer: object = message  # players' messages are not in ServerMessage's union
+        if isinstance(answer, Leaderboard):
+            if isinstance(self.main_screen, LobbyScreen):
+                self.main_screen.show_board(answer)
+            return
+        if isinstance(answer, Profile):
+            screen = self._profile_screen()
+            if screen is not None:
+                screen.show(answer)
+            return
+        if isinstance(message, Error) and message.in_reply_to == GetProfile.TYPE:
+            self._profile_screen_says(describe_error(message))
+            return
         if isinstance(message, Welcome):
             if not message.resumed and self._resuming_saved and self.sessions is not None:
                 self.sessions.forget(self.connection.url)  # the server no longer knew it
@@ -256,6 +315,8 @@ class NetworkApp(FoursquareApp):
                 rejoin = self.tracker.seat_lost_on_drop()
                 if rejoin is not None and not self.plan.watch:
                     await self._send(rejoin)
+            if isinstance(self.main_screen, LobbyScreen):
+                self.main_screen.ask_board()  # the lobby's asks so far found the link down
             self._show_link()
             return
         if isinstance(message, Daily):

@@ -38,7 +38,17 @@ from protocol.messages import (
     Message,
     RacerStatus,
 )
-from protocol.schema import Array, Bool, Choice, Int, Optional, RulesetSpec, Struct, register
+from protocol.schema import (
+    Array,
+    Bool,
+    Choice,
+    Int,
+    Optional,
+    RulesetSpec,
+    Str,
+    Struct,
+    register,
+)
 
 
 class Board(StrEnum):
@@ -57,6 +67,8 @@ RATING = Int(-1_000_000, 1_000_000)
 COUNT = Int(0, 2**31 - 1)
 #: The most lines of a leaderboard one answer holds.
 PAGE_LIMIT = 100
+#: A leaderboard's cursor: where the next page starts, as the server wrote it.
+CURSOR = Str(1, 128, r"[A-Za-z0-9_.:+-]+")
 #: The most points of a rating's history, and of recent races, a profile holds.
 PROFILE_HISTORY = 100
 PROFILE_RACES = 20
@@ -184,8 +196,12 @@ class GetLeaderboard:
     """The pool: rated races of these rules (the published game's by default)."""
     bots: bool = True
     """False leaves bots out."""
+    after: str | None = None
+    """A page's ``next``: this page starts after that page's last line (its board, pool
+    and ``bots`` must be the same as that page's). Nil starts at the top."""
     offset: int = 0
-    """Lines to skip (the page starts at rank ``offset + 1``)."""
+    """Lines to skip (after ``after``'s line, or from the top). Prefer ``after`` to page:
+    a deep offset costs the server more."""
     limit: int = 20
     id: int | None = None
 
@@ -195,7 +211,11 @@ class GetProfile:
     """Ask for a claimed player's profile (answered by ``profile``)."""
 
     TYPE: ClassVar[str] = "get_profile"
-    player: str
+    player: str | None = None
+    """The player's id (from a leaderboard, a ``welcome`` or a ``player_key``)."""
+    name: str | None = None
+    """Or its name, matched ignoring case and look-alike letters as claims are. Exactly
+    one of ``player`` and ``name``, or ``bad_message``."""
     id: int | None = None
 
 
@@ -205,11 +225,12 @@ register(
     board=Choice(Board),
     ruleset=RulesetSpec(),
     bots=Bool(),
+    after=Optional(CURSOR),
     offset=Int(0, 1_000_000),
     limit=Int(1, PAGE_LIMIT),
     id=REQUEST_ID,
 )
-register(GetProfile, player=PLAYER_ID, id=REQUEST_ID)
+register(GetProfile, player=Optional(PLAYER_ID), name=Optional(NAME), id=REQUEST_ID)
 
 
 # ------------------------------------------------------ server -> client
@@ -255,9 +276,13 @@ class Leaderboard:
     ruleset: Ruleset
     bots: bool
     offset: int
+    """Lines of the board before this page (the first entry's rank is ``offset + 1``)."""
     total: int
     """Lines on the whole board (for paging)."""
     entries: tuple[LeaderboardEntry, ...]
+    next: str | None = None
+    """The cursor of the page after this one (send it as ``get_leaderboard.after``); nil
+    when this page ends the board."""
     reply_to: int | None = None
 
 
@@ -294,6 +319,7 @@ register(
     offset=Int(0, 1_000_000),
     total=COUNT,
     entries=Array(Struct(LeaderboardEntry), PAGE_LIMIT),
+    next=Optional(CURSOR),
     reply_to=REQUEST_ID,
 )
 register(

@@ -9,8 +9,8 @@ after the answer (the websockets library speaks no keep-alive):
 - ``GET /metrics``: the Prometheus exposition, unless metrics have a port of their own
   (then 404 here);
 - ``GET /``, ``/solo``, ``/race/CODE``, ``/watch/CODE``, ``/t/CODE``, ``/t/CODE/play``,
-  ``/host/CODE``: the web client's page (``index.html``), which reads its address to
-  choose a screen;
+  ``/host/CODE``, ``/leaderboard``, ``/player/ID``: the web client's page
+  (``index.html``), which reads its address to choose a screen;
 - ``GET /static/PATH``: a file of the web client, by its path under the web root.
 
 The web client's files are read into memory once, when the server starts
@@ -45,9 +45,11 @@ STATIC_PREFIX = "/static/"
 
 #: The page's own addresses, each answered with ``index.html``: the lobby, practice alone,
 #: a race, a race watched, a tournament watched, a tournament entered, a tournament's host
-#: console. A code is what the protocol allows for a race id or a tournament code.
+#: console, the leaderboards, a player's profile. A code is what the protocol allows for a
+#: race id or a tournament code, a player's id what it allows for one.
 APP_PATH = re.compile(
-    r"/(?:solo|(?:race|watch|t|host)/[A-Za-z0-9_-]{1,32}|t/[A-Za-z0-9_-]{1,32}/play)?"
+    r"/(?:solo|leaderboard|(?:race|watch|t|host)/[A-Za-z0-9_-]{1,32}|t/[A-Za-z0-9_-]{1,32}/play"
+    r"|player/[A-Za-z0-9_.:-]{1,64})?"
 )
 
 #: The kinds of file served, by suffix; any other file under the web root is not served

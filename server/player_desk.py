@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from protocol import ErrorCode, ProtocolError, Role, millis
 from protocol.messages import RacerStatus
 from protocol.players import (
+    COUNT,
     PROFILE_HISTORY,
     PROFILE_RACES,
     ClaimName,
@@ -36,6 +38,8 @@ from server.expiry import SessionRecords
 from server.journal_file import JournalRefused
 from server.logs import failure, log_event
 from server.player_store import (
+    BoardKey,
+    BoardLine,
     ClaimedPlayer,
     JobFactory,
     PlayerRecordView,
@@ -44,6 +48,7 @@ from server.player_store import (
     leaderboard,
     new_player_key,
     profile,
+    profile_named,
 )
 from server.ratings import PROVISIONAL_GAMES, pool_of, ruleset_of, shown
 from server.sessions import Session
@@ -129,20 +134,24 @@ class PlayerDesk:
                          reply_to=message.id)
 
     async def _leaderboard(self, message: GetLeaderboard) -> Leaderboard:
+        board = message.board.value
+        after = None if message.after is None else read_cursor(board, message.after, message)
+        before = (0 if after is None else after.rank) + message.offset
         read = functools.partial(
-            leaderboard, pool_of(message.ruleset), message.board.value, message.bots,
-            message.offset, message.limit,
+            leaderboard, pool_of(message.ruleset), board, message.bots,
+            None if after is None else after.key, message.offset, message.limit,
         )
         total, lines = await self.job(read, message)
+        last = before + len(lines)
         return Leaderboard(
             board=message.board,
             ruleset=message.ruleset,
             bots=message.bots,
-            offset=message.offset,
+            offset=before,
             total=total,
             entries=tuple(
                 LeaderboardEntry(
-                    rank=message.offset + number,
+                    rank=before + number,
                     player=line.player_id,
                     name=line.name,
                     bot=line.bot,
@@ -154,15 +163,25 @@ class PlayerDesk:
                 )
                 for number, line in enumerate(lines, start=1)
             ),
+            next=write_cursor(board, last, lines[-1])
+            if len(lines) == message.limit and last < total else None,
             reply_to=message.id,
         )
 
     async def _profile(self, message: GetProfile) -> Profile:
-        read = functools.partial(profile, message.player, PROFILE_HISTORY, PROFILE_RACES)
+        if message.name is not None and message.player is None:
+            read = functools.partial(profile_named, message.name, PROFILE_HISTORY,
+                                     PROFILE_RACES)
+            missing = f"no claimed player has a name that looks like {show(message.name)}"
+        elif message.player is not None and message.name is None:
+            read = functools.partial(profile, message.player, PROFILE_HISTORY, PROFILE_RACES)
+            missing = f"no claimed player has the id {show(message.player)}"
+        else:
+            raise refusal(ErrorCode.BAD_MESSAGE,
+                          "get_profile needs exactly one of player and name", message)
         found: PlayerRecordView | None = await self.job(read, message)
         if found is None:
-            raise refusal(ErrorCode.PLAYER_NOT_FOUND,
-                          f"no claimed player has the id {show(message.player)}", message)
+            raise refusal(ErrorCode.PLAYER_NOT_FOUND, missing, message)
         return Profile(
             player=found.player.player_id,
             name=found.player.name,
@@ -197,3 +216,51 @@ class PlayerDesk:
             ),
             reply_to=message.id,
         )
+
+
+# ---------------------------------------------------------------- cursors
+
+
+class Cursor(NamedTuple):
+    """A leaderboard's cursor, read: the rank of the line a page ended with, and that
+    line's key on its board."""
+
+    rank: int
+    key: BoardKey
+
+
+#: The separator of a cursor's parts (none of the rank and value can hold it).
+_CURSOR_PARTS = "_"
+
+
+def write_cursor(board: str, rank: int, line: BoardLine) -> str:
+    """The cursor of the page after ``line``, ranked ``rank`` on ``board``: the rank,
+    the board's value of the line (a rating exactly, as Python writes a float) and its
+    player id. Clients send it back as it is; what it holds is for the server alone.
+
+    >>> line = BoardLine("u-ab", "Ann", False, 12.5, 3, 1, None)
+    >>> write_cursor("rating", 40, line)
+    '40_12.5_u-ab'
+    """
+    key = BoardKey.of(board, line)
+    return _CURSOR_PARTS.join((str(rank), repr(key.value), key.player_id))
+
+
+def read_cursor(board: str, text: str, message: ClientRequest) -> Cursor:
+    """A cursor of ``board`` from :func:`write_cursor`; anything else (from another
+    board, or not a cursor at all) is a :class:`Refusal` (``bad_message``).
+
+    >>> read_cursor("rating", "40_12.5_u-ab", GetLeaderboard())
+    Cursor(rank=40, key=BoardKey(value=12.5, player_id='u-ab'))
+    """
+    try:
+        rank_text, value_text, player_id = text.split(_CURSOR_PARTS, 2)
+        rank = int(rank_text)
+        value = float(value_text) if board == "rating" else int(value_text)
+        if not (0 < rank <= COUNT.high and math.isfinite(value) and abs(value) <= COUNT.high
+                and player_id):
+            raise ValueError(text)
+    except ValueError:
+        raise refusal(ErrorCode.BAD_MESSAGE, "get_leaderboard.after is not a cursor of this "
+                      "board: send a leaderboard's next as it came", message) from None
+    return Cursor(rank, BoardKey(value, player_id))

@@ -215,12 +215,20 @@ def find_player(digest: bytes) -> Generator[Statement, list[Row], ClaimedPlayer 
     return ClaimedPlayer(player_id, name, bool(bot))
 
 
-def name_claimed(name: str) -> Generator[Statement, list[Row], bool]:
-    """Whether a claimed name looks the same as ``name``."""
+def player_named(name: str) -> Generator[Statement, list[Row], str | None]:
+    """The id of the claimed player whose name looks the same as ``name`` (ignoring case
+    and look-alike letters, as claims are checked), if any."""
     looks = sorted(lookalike_keys(name))
     marks = ", ".join("?" * len(looks))
-    rows = yield (f"SELECT 1 FROM claimed_names WHERE look IN ({marks}) LIMIT 1", tuple(looks))
-    return bool(rows)
+    rows = yield (
+        f"SELECT player_id FROM claimed_names WHERE look IN ({marks}) LIMIT 1", tuple(looks)
+    )
+    return str(rows[0][0]) if rows else None
+
+
+def name_claimed(name: str) -> Generator[Statement, list[Row], bool]:
+    """Whether a claimed name looks the same as ``name``."""
+    return (yield from player_named(name)) is not None
 
 
 # ------------------------------------------------------------------- ratings
@@ -357,28 +365,56 @@ class BoardLine:
     best_score: int | None
 
 
-#: What each leaderboard orders by, best first (then by player id: a stable order for
-#: paging). Each has an index of its own, with and without bots (see the tables).
-_BOARD_ORDER = {
-    "rating": "ordinal DESC",
-    "wins": "wins DESC",
-    "best_score": "best_score DESC",
+#: The column each leaderboard orders by, greatest first (then by player id: a stable
+#: order for paging). Each has an index of its own, with and without bots (see the tables).
+BOARD_COLUMNS = {
+    "rating": "ordinal",
+    "wins": "wins",
+    "best_score": "best_score",
 }
 
 
+@dataclass(frozen=True, slots=True)
+class BoardKey:
+    """Where a line stands on a leaderboard: its board's column (the ordinal, wins or
+    best score) and its player id. A page that starts after a key is read from the
+    index at that key (keyset paging), so a page deep in the board costs what the top
+    page does, where an offset walks the index up to the page."""
+
+    value: float
+    player_id: str
+
+    @classmethod
+    def of(cls, board: str, line: BoardLine) -> BoardKey:
+        """The key of ``line`` on the leaderboard ``board``."""
+        value = {"rating": line.ordinal, "wins": line.wins, "best_score": line.best_score}
+        found = value[board]
+        assert found is not None, "a line without a best score is on no best_score board"
+        return cls(found, line.player_id)
+
+
 def leaderboard(
-    pool: str, board: str, bots: bool, offset: int, limit: int
+    pool: str, board: str, bots: bool, after: BoardKey | None, offset: int, limit: int
 ) -> Generator[Statement, list[Row], tuple[int, list[BoardLine]]]:
     """A page of ``pool``'s leaderboard ``board`` (``rating``, ``wins``, ``best_score``),
-    with bots or without: how many lines the whole board has, and the page's lines."""
+    with bots or without, of the lines after the key ``after`` (from the top if
+    ``None``), ``offset`` of them skipped: how many lines the whole board has, and the
+    page's lines."""
+    column = BOARD_COLUMNS[board]
     where = "pool = ?" + ("" if bots else " AND bot = 0")
     if board == "best_score":
         where += " AND best_score IS NOT NULL"
     (total,), = (yield (f"SELECT count(*) FROM ratings WHERE {where}", (pool,)))
+    page: tuple[Any, ...] = (pool,)
+    if after is not None:
+        # Written so that both databases read it as a range of the board's index (the
+        # column at most the key's) with the ties of the key's value filtered.
+        where += f" AND {column} <= ? AND ({column} < ? OR player_id > ?)"
+        page += (after.value, after.value, after.player_id)
     rows = yield (
         "SELECT player_id, name, bot, ordinal, games, wins, best_score FROM ratings"
-        f" WHERE {where} ORDER BY {_BOARD_ORDER[board]}, player_id LIMIT ? OFFSET ?",
-        (pool, limit, offset),
+        f" WHERE {where} ORDER BY {column} DESC, player_id LIMIT ? OFFSET ?",
+        (*page, limit, offset),
     )
     return int(total), [
         BoardLine(player, name, bool(bot), ordinal, games, wins, best)
@@ -460,3 +496,14 @@ def profile(
         RaceLine(race_id, at, pool, place, racers, outcome, score, bool(rated), ordinal)
         for race_id, at, pool, place, racers, outcome, score, rated, ordinal in races
     ])
+
+
+def profile_named(
+    name: str, history: int, recent: int
+) -> Generator[Statement, list[Row], PlayerRecordView | None]:
+    """The profile (as :func:`profile`) of the claimed player whose name looks the same
+    as ``name`` (:func:`player_named`), if any."""
+    player_id = yield from player_named(name)
+    if player_id is None:
+        return None
+    return (yield from profile(player_id, history, recent))

@@ -6,9 +6,10 @@ from textual.message import Message
 
 from protocol import ClientMessage
 from protocol.daily import DailyClientMessage
+from protocol.players import PlayerClientMessage
 from protocol.tournament import TournamentClientMessage
 
-Request = ClientMessage | TournamentClientMessage | DailyClientMessage
+Request = ClientMessage | TournamentClientMessage | DailyClientMessage | PlayerClientMessage
 """Whatever a screen may ask the app to send."""
 
 
@@ -18,6 +19,16 @@ class ServerRequest(Message):
     def __init__(self, request: Request) -> None:
         super().__init__()
         self.request = request
+
+
+class OpenProfile(Message):
+    """Open a player's profile: the claimed player ``player`` (an id), or, when
+    ``None``, the player this client plays as. ``shown`` names it meanwhile."""
+
+    def __init__(self, player: str | None, shown: str) -> None:
+        super().__init__()
+        self.player = player
+        self.shown = shown
 
 
 class BackToLobby(Message):

@@ -27,6 +27,8 @@ from protocol.players import (
 from protocol.result import RaceResult, RacerOutcome, RacerResult
 from server.journal import PlayerRecord
 from server.player_store import (
+    BOARD_COLUMNS,
+    BoardKey,
     claim_name,
     key_digest,
     leaderboard,
@@ -164,8 +166,9 @@ async def test_leaderboards_are_ordered_paged_and_filter_bots(store: Store) -> N
                         writes=True)
 
     async def board(name: str, bots: bool, offset: int, limit: int):  # type: ignore[no-untyped-def]
-        return await store.run(functools.partial(leaderboard, POOL, name, bots, offset, limit),
-                               writes=False)
+        return await store.run(
+            functools.partial(leaderboard, POOL, name, bots, None, offset, limit), writes=False
+        )
 
     total, everyone = await board("rating", True, 0, 100)
     assert total == len(everyone) == 12
@@ -181,6 +184,49 @@ async def test_leaderboards_are_ordered_paged_and_filter_bots(store: Store) -> N
     assert all(x.best_score is not None for x in by_score)
     assert [x.best_score for x in by_score] == sorted((x.best_score for x in by_score),
                                                       reverse=True)
+
+
+async def test_pages_after_a_key_are_the_board_in_order_ties_included(store: Store) -> None:
+    """Keyset paging: each page read after the previous page's last line's key, on every
+    board, with bots and without, gives the whole board in order, once, ties (many
+    players with the same wins or best score) split across pages included."""
+    names = [f"k{n:02}" for n in range(14)]
+    await claim_all(store, names, bots=frozenset({"k03", "k09"}))
+    for number in range(40):
+        pair = sorted(random.Random(100 + number).sample(names, 2))
+        result = race(f"K{number}", line(f"s-{pair[0]}", WON, score=number % 3),
+                      line(f"s-{pair[1]}", LOST))
+        await store.run(functools.partial(record_race, result, POOL, True, float(number)),
+                        writes=True)
+    for board in BOARD_COLUMNS:
+        for bots in (True, False):
+            total, whole = await store.run(
+                functools.partial(leaderboard, POOL, board, bots, None, 0, 100), writes=False
+            )
+            paged: list[str] = []
+            after: BoardKey | None = None
+            while True:
+                count, page = await store.run(
+                    functools.partial(leaderboard, POOL, board, bots, after, 0, 3),
+                    writes=False,
+                )
+                assert count == total
+                paged += [x.player_id for x in page]
+                if len(page) < 3:
+                    break
+                after = BoardKey.of(board, page[-1])
+            assert paged == [x.player_id for x in whole], (board, bots)
+            # An offset counts from the key, as from the top.
+            _, skipped = await store.run(
+                functools.partial(leaderboard, POOL, board, bots,
+                                  BoardKey.of(board, whole[1]), 2, 3), writes=False
+            )
+            assert [x.player_id for x in skipped] == [x.player_id for x in whole[4:7]]
+    _, by_wins = await store.run(
+        functools.partial(leaderboard, POOL, "wins", True, None, 0, 100), writes=False
+    )
+    wins = [x.wins for x in by_wins]
+    assert len(set(wins)) < len(wins), "the boards must have ties for this test to mean it"
 
 
 # ------------------------------------------------------------ the live server
@@ -224,6 +270,30 @@ async def test_a_quick_race_rates_its_claimed_players_and_the_boards_show_them(
     await guest.send(GetProfile(player="u-nobody", id=52))
     missing = await guest.expect(Error, reply_to=52)
     assert missing.code is ErrorCode.PLAYER_NOT_FOUND
+    # Page by page with the cursor: each page starts after the one before it.
+    await guest.send(GetLeaderboard(board=Board.RATING, limit=1, id=53))
+    first = await guest.expect(Leaderboard, reply_to=53)
+    assert first.next is not None and [e.rank for e in first.entries] == [1]
+    await guest.send(GetLeaderboard(board=Board.RATING, limit=1, after=first.next, id=54))
+    second = await guest.expect(Leaderboard, reply_to=54)
+    assert second.offset == 1 and [e.rank for e in second.entries] == [2]
+    assert [e.player for e in (*first.entries, *second.entries)] == [
+        e.player for e in board.entries]
+    assert second.next is None  # the board ends there
+    for bad_cursor in ("1_nan_u-x", "x", "0_1.5_u-x", "1_1.5_"):
+        await guest.send(GetLeaderboard(after=bad_cursor, id=55))
+        assert (await guest.expect(Error, reply_to=55)).code is ErrorCode.BAD_MESSAGE
+    await guest.send(GetLeaderboard(board=Board.WINS, after=first.next, id=56))
+    assert (await guest.expect(Error, reply_to=56)).code is ErrorCode.BAD_MESSAGE
+    # A profile by name: matched as claims are, ignoring case.
+    await guest.send(GetProfile(name="bOB", id=57))
+    assert (await guest.expect(Profile, reply_to=57)).player == bob_key.player
+    await guest.send(GetProfile(name="Nobody", id=58))
+    assert (await guest.expect(Error, reply_to=58)).code is ErrorCode.PLAYER_NOT_FOUND
+    for neither_or_both in (GetProfile(id=59), GetProfile(player=bob_key.player, name="Bob",
+                                                          id=59)):
+        await guest.send(neither_or_both)
+        assert (await guest.expect(Error, reply_to=59)).code is ErrorCode.BAD_MESSAGE
     assert shown(0.0) == 0
     for client in (ann, bob, guest):
         await client.close()

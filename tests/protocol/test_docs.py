@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import msgpack
+import pytest
 from websockets.asyncio.client import connect
 
 import protocol
@@ -45,25 +46,30 @@ def test_every_message_code_and_type_is_documented() -> None:
 # ------------------------------------------------------------ the example session
 
 _SESSION = re.compile(
-    r"<!-- BEGIN EXAMPLE SESSION[^\n]*-->\n```text\n(.*?)```\n<!-- END EXAMPLE SESSION -->",
+    r"<!-- BEGIN EXAMPLE SESSION(?:: (?P<label>\w+))? [^\n]*-->\n```text\n(?P<lines>.*?)```\n"
+    r"<!-- END EXAMPLE SESSION -->",
     re.DOTALL,
 )
 _LINE = re.compile(r"(?P<who>ann|bob) (?P<way>→|←) (?P<frame>\{.*\})")
 #: Placeholders that stand for one value wherever they appear (bound when first received).
-_BOUND = ("<ann>", "<bob>", "<race>")
+_BOUND = ("<ann>", "<bob>", "<race>", "<ann-player>", "<bob-player>", "<cursor>")
 #: Placeholders that stand for any value of a type.
 _KINDS: dict[str, type] = {
     "<token>": str, "<version>": str, "<commitment>": str, "<seed>": str, "<day>": str,
     "<time>": int, "<ms>": int, "<card>": int, "<targets>": list, "<progress>": list,
 }
+#: The page's example sessions: the main one (unlabelled) and the players' messages.
+SESSIONS = ("", "players")
 
 
-def example_session() -> list[tuple[str, str, dict[str, Any]]]:
-    """The example session's lines: who, which way (→ sent, ← received), the frame."""
-    found = _SESSION.search(PAGE.read_text(encoding="utf-8"))
-    assert found is not None, "docs/protocol.md has no example session"
+def example_session(label: str = "") -> list[tuple[str, str, dict[str, Any]]]:
+    """The lines of the example session ``label``: who, which way (→ sent, ← received),
+    the frame."""
+    found = {match["label"] or "": match["lines"]
+             for match in _SESSION.finditer(PAGE.read_text(encoding="utf-8"))}
+    assert label in found, f"docs/protocol.md has no example session {label!r}"
     lines = []
-    for text in found[1].splitlines():
+    for text in found[label].splitlines():
         line = _LINE.fullmatch(text)
         assert line is not None, f"not a frame line: {text}"
         lines.append((line["who"], line["way"], json.loads(line["frame"])))
@@ -122,10 +128,12 @@ def filled(frame: Any, bound: dict[str, Any]) -> Any:
     return bound[frame] if frame in _BOUND else frame
 
 
-async def test_the_example_session_is_what_the_server_says(tmp_path: Path) -> None:
-    """Replay docs/protocol.md's example session against the real server: every frame
-    received matches the page's, in order (``progress`` by its fields, wherever it falls)."""
-    session = example_session()
+@pytest.mark.parametrize("label", SESSIONS)
+async def test_the_example_session_is_what_the_server_says(tmp_path: Path, label: str) -> None:
+    """Replay one of docs/protocol.md's example sessions against the real server: every
+    frame received matches the page's, in order (``progress`` by its fields, wherever it
+    falls)."""
+    session = example_session(label)
     progress_lines = [
         line
         for _, way, frame in session
@@ -160,4 +168,4 @@ async def test_the_example_session_is_what_the_server_says(tmp_path: Path) -> No
                 await clients[who].send(msgpack.packb(filled(frame, bound)))
             elif frame["type"] != "progress":
                 matches(frame, await next_frame(who), bound, where)
-    assert set(bound) == set(_BOUND)
+    assert set(bound) == {name for name in _BOUND if name in json.dumps(session)}

@@ -43,7 +43,8 @@ async def request(
 
 
 @pytest.mark.parametrize("path", ["/", "/solo", "/race/K7QX2MPA", "/watch/K7QX2MPA", "/t/CLUB42",
-                                  "/t/CLUB42/play", "/host/CLUB42", "/?from=lan"])
+                                  "/t/CLUB42/play", "/host/CLUB42", "/?from=lan",
+                                  "/leaderboard", "/player/u-3c9e1f0a7b2d"])
 async def test_every_address_of_the_app_serves_the_page(live_server: LiveServer,
                                                         path: str) -> None:
     answer = await request(live_server, path)
@@ -95,6 +96,10 @@ async def test_static_files_with_their_content_type_and_validator(
         "/race/" + "A" * 33,
         "/index.html",
         "/watch/../static/js/main.js",
+        "/player/",
+        "/player/a/b",
+        "/player/" + "u" * 65,
+        "/leaderboard/x",
     ],
 )
 async def test_nothing_outside_the_web_root_and_no_made_up_path(

@@ -8,6 +8,8 @@
 //   /t/CODE/play      a tournament, entered: its standings, and its races raced here
 //   /host/CODE#TOKEN  a tournament's host console (the token stays in the address's
 //                     fragment, which the browser never sends to the server)
+//   /leaderboard      the leaderboards: rating, most wins, best scores
+//   /player/ID        a claimed player's profile
 
 import { h, fill } from "./dom.js";
 
@@ -17,6 +19,8 @@ const SCREENS = [
   [/^\/t\/([A-Za-z0-9_-]+)\/play$/, async (root, code) => (await import("./screens/entrant.js")).enterTournament(root, code)],
   [/^\/host\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/host.js")).hostConsole(root, code)],
   [/^\/race\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/play.js")).play(root, { join: code })],
+  [/^\/leaderboard$/, async (root) => (await import("./screens/players.js")).leaderboardPage(root)],
+  [/^\/player\/([A-Za-z0-9_.:-]+)$/, async (root, player) => (await import("./screens/players.js")).profilePage(root, player)],
   [/^\/solo$/, async (root) => (await import("./screens/solo.js")).solo(root)],
   [/^\/$/, async (root) => (await import("./screens/home.js")).home(root)],
 ];

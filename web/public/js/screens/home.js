@@ -87,7 +87,10 @@ export function home(root) {
       hostForm(),
       h("section", { class: "panel" }, h("h2", {}, "Practice"),
         h("p", { class: "note" }, "A game alone, in this page, with no server: undo and new deals allowed."),
-        h("a", { href: "/solo", id: "solo" }, "Practice alone")))));
+        h("a", { href: "/solo", id: "solo" }, "Practice alone")),
+      h("section", { class: "panel" }, h("h2", {}, "Players"),
+        h("p", { class: "note" }, "Ratings, most wins and best scores of the players who claimed their names."),
+        h("a", { href: "/leaderboard", id: "leaderboards" }, "Leaderboards")))));
 
   // The open races, kept up to date while the lobby is open (a spectator session: no seat).
   const lister = new Connection({

@@ -1,0 +1,132 @@
+"""The lobby's leaderboards and the profile screen, in the real terminal client against
+the real server: boards by rating, wins and best score, bots marked and filtered out,
+your own profile and another player's, the rating chart, the races and how to watch
+them again; and ``foursquare profile NAME``'s screen."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import cast
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+from client.connection import Connection
+from client.network_app import NetworkApp, Plan
+from client.screens.lobby import LobbyScreen
+from client.screens.profile import ProfileScreen
+from protocol import Role
+from protocol.players import PlayerKey
+from tests.client.test_live import QUICK_RETRY, showing, wait_until
+from tests.conftest import LiveServer
+from tests.players.rated import rated_race
+
+
+@contextlib.asynccontextmanager
+async def lobby_of(
+    url: str, name: str, key: PlayerKey | None = None
+) -> AsyncIterator[tuple[Pilot[int], NetworkApp]]:
+    """The lobby of ``name`` (playing as the claimed player of ``key``, if given)."""
+    connection = Connection(url, name, backoff=QUICK_RETRY,
+                            player_key=None if key is None else key.key)
+    app = NetworkApp(connection, Plan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        yield pilot, app
+
+
+def text_of(app: NetworkApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def rows(app: NetworkApp, selector: str) -> list[list[str]]:
+    table = app.screen.query_one(selector, DataTable)
+    return [[str(cell) for cell in table.get_row_at(index)] for index in range(table.row_count)]
+
+
+def profile_shown(app: NetworkApp, name: str) -> bool:
+    screen = app.screen
+    return (isinstance(screen, ProfileScreen) and screen.profile is not None
+            and screen.profile.name == name)
+
+
+async def test_the_lobby_shows_the_boards_live_and_opens_profiles(live_server: LiveServer) -> None:
+    async with lobby_of(live_server.url, "Cy") as (pilot, app):
+        await wait_until(pilot, lambda: "nobody rated yet" in text_of(app, "#board-title"),
+                         "an empty board")
+        race, ann_key, _, ann_rating = await rated_race(live_server.url)
+        # The board is asked again by itself: the race appears without a key pressed.
+        await wait_until(pilot, lambda: len(rows(app, "#board")) == 2, "the rated players")
+        names = {line[1] for line in rows(app, "#board")}
+        assert names == {"Ann", "Bob [bot]"}
+        ann_line = next(line for line in rows(app, "#board") if line[1] == "Ann")
+        assert ann_line[2] == f"{ann_rating.rating // 100}.{ann_rating.rating % 100:02}?"
+        await pilot.press("f")  # bots left out
+        await wait_until(pilot, lambda: [line[1] for line in rows(app, "#board")] == ["Ann"],
+                         "the board without bots")
+        assert "without bots" in text_of(app, "#board-title")
+        await pilot.press("f", "b")  # bots again, and the next board: most wins
+        await wait_until(pilot, lambda: "most wins, with bots" in text_of(app, "#board-title")
+                         and len(rows(app, "#board")) == 2, "the wins board")
+        await pilot.press("b")  # best scores: nobody won a game, so nobody is on it
+        await wait_until(pilot, lambda: "best scores" in text_of(app, "#board-title")
+                         and "nobody rated yet" in text_of(app, "#board-title"), "best scores")
+        await pilot.press("b")  # back to ratings; open Ann's profile from her line
+        await wait_until(pilot, lambda: len(rows(app, "#board")) == 2, "the rating board")
+        table = app.screen.query_one("#board", DataTable)
+        table.focus()
+        table.move_cursor(row=[line[1] for line in rows(app, "#board")].index("Ann"))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: profile_shown(app, "Ann"), "Ann's profile")
+        screen = cast(ProfileScreen, app.screen)
+        assert screen.profile is not None and screen.profile.player == ann_key.player
+        # Rating, games, wins (tied first: both count a win), games won.
+        assert rows(app, "#pools")[0][1:5] == [ann_line[2], "1", "1", "0"]
+        (recent,) = rows(app, "#recent")
+        assert recent[0] == race and recent[-1] == f"foursquare watch {race}"
+        chart = app.screen.query_one("#rating-chart", PlotextPlot)
+        assert screen.charted is not None and screen.charted.history == (ann_rating.rating,)
+        assert "Rating after each rated race" in str(chart.render())
+        app.screen.query_one("#recent", DataTable).focus()
+        await pilot.press("enter")
+        assert f"foursquare watch {race}" in text_of(app, "#profile-message")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, LobbyScreen), "the lobby again")
+        await pilot.press("p")  # a guest has no profile of its own
+        await wait_until(pilot, lambda: "guest" in text_of(app, "#message"), "the guest's note")
+
+
+async def test_your_own_profile_from_the_lobby(live_server: LiveServer) -> None:
+    race, ann_key, _, _ = await rated_race(live_server.url)
+    async with lobby_of(live_server.url, "whoever", ann_key) as (pilot, app):
+        app.screen.query_one("#quick").focus()
+        await pilot.press("p")
+        await wait_until(pilot, lambda: profile_shown(app, "Ann"), "Ann's own profile")
+        assert "Profile of Ann" in text_of(app, "#profile-title")
+        assert [line[0] for line in rows(app, "#recent")] == [race]
+
+
+async def test_foursquare_profile_shows_a_player_by_name(live_server: LiveServer) -> None:
+    race, _, bob_key, _ = await rated_race(live_server.url)
+
+    def alone(name: str) -> NetworkApp:
+        connection = Connection(live_server.url, "profile", role=Role.SPECTATOR,
+                                backoff=QUICK_RETRY)
+        return NetworkApp(connection, Plan.player(name))
+
+    app = alone("BOB")  # any case: found as claims are
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: profile_shown(app, "Bob"), "Bob's profile")
+        assert "Bob [bot]" in text_of(app, "#profile-title")
+        assert bob_key.player in text_of(app, "#profile-title")
+        assert [line[0] for line in rows(app, "#recent")] == [race]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.is_running, "the app to quit")
+    app = alone("Nobody")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(
+            pilot, lambda: "no claimed player" in text_of(app, "#profile-message").lower(),
+            "the refusal",
+        )
