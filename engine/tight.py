@@ -125,12 +125,13 @@ class TightSearch:
                     continue
             children.append((face_down, cell, flipped))
         children.sort()
-        line = self.line
+        line, place, undo, search = self.line, board.place, board.undo, self._search
+        placed += 1
         for _, cell, flipped in children:
-            token = board.place(cell, rank, flipped)
+            token = place(cell, rank, flipped)
             line.append(cell)
-            found = self._search(placed + 1, code | rank << _RANK_BITS * cell)
-            board.undo(token)
+            found = search(placed, code | rank << _RANK_BITS * cell)
+            undo(token)
             if found:
                 return True
             line.pop()
