@@ -6,8 +6,14 @@ engine, seeing only a :class:`~client.bots.RacerView`. Losses score 0 in the mea
 gap to par compares the mean score with the mean par of the same deals (par found with
 the whole stock known, within ``--par-budget``; an unproven par is a lower bound).
 
+``one-ply`` is greedy checking no placement one card further (plain one ply), the
+baseline the look-ahead of ``greedy`` is measured against in the same run. Moves are
+timed in this process's CPU time and in wall time; expectimax's per-move budget is CPU
+time unless ``--wall`` is given (on a shared machine, wall time also counts the other
+processes' turns on the cores, and the bot would search less when the machine is busy).
+
 Run: ``python -m bench.bots [--games N] [--strong-games N] [--budget S] [--strategies LIST]
-[--write]``
+[--wall] [--write]``
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from dataclasses import dataclass, field
 
 from bench.report import machine_line, markdown_table, update_section
 from client.bots import RacerView, Strategy, get_strategy
-from engine import Game
-from engine.solver import Par, par
+from engine import Game, deal
+from engine.solver import Par, solve
 
 
 @dataclass
@@ -33,6 +39,10 @@ class Record:
     score_total: int = 0
     moves: int = 0
     seconds: float = 0.0
+    """Wall time spent choosing moves."""
+    cpu_seconds: float = 0.0
+    """This process's CPU time spent choosing moves: what a move costs, whatever else
+    the machine runs (wall time on a shared machine also counts the others' turns)."""
     slowest_move: float = 0.0
     gaps: list[int] = field(default_factory=list)
     """For each deal won: its par less the score (a par not proven counts as at least
@@ -43,9 +53,10 @@ class Record:
         game = Game.new(seed)
         while not game.is_over():
             view = RacerView.from_game(game)
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             move = bot.choose(view)
             spent = time.perf_counter() - start
+            self.cpu_seconds += time.process_time() - cpu_start
             self.seconds += spent
             self.slowest_move = max(self.slowest_move, spent)
             self.moves += 1
@@ -68,6 +79,7 @@ class Record:
             f"{mean:.2f}",
             gap,
             f"{statistics.mean(self.gaps):.2f}" if self.gaps else "",
+            f"{self.cpu_seconds / self.moves * 1000:.2f}",
             f"{self.seconds / self.moves * 1000:.2f}",
             f"{self.slowest_move * 1000:.0f}",
         ]
@@ -84,7 +96,13 @@ def main() -> None:
         "--par-budget", type=float, default=0.5, help="solver seconds per deal for the gap to par"
     )
     parser.add_argument(
-        "--strategies", default="random,greedy,expectimax", help="which to run, comma-separated"
+        "--strategies",
+        default="random,one-ply,greedy,expectimax",
+        help="which to run, comma-separated (one-ply: greedy checking no move further, the "
+        "baseline greedy is measured against)",
+    )
+    parser.add_argument(
+        "--wall", action="store_true", help="expectimax's budget in wall time, not CPU time"
     )
     parser.add_argument(
         "--first", type=int, default=0, help="the first deal's number (seeds bots-FIRST on)"
@@ -93,21 +111,28 @@ def main() -> None:
     args = parser.parse_args()
 
     chosen = args.strategies.split(",")
-    plans: list[tuple[Strategy, int]] = [
-        (get_strategy(name, **options), games)
-        for name, options, games in (
-            ("random", {"seed": 1}, args.games),
-            ("greedy", {"seed": 1}, args.games),
-            ("expectimax", {"budget": args.budget, "seed": 1}, args.strong_games),
+    clock = time.perf_counter if args.wall else time.process_time
+    plans: list[tuple[str, Strategy, int]] = [
+        (label, get_strategy(name, **options), games)
+        for label, name, options, games in (
+            ("random", "random", {"seed": 1}, args.games),
+            ("one-ply", "greedy", {"seed": 1, "checked": 1}, args.games),
+            ("greedy", "greedy", {"seed": 1}, args.games),
+            (
+                "expectimax",
+                "expectimax",
+                {"budget": args.budget, "seed": 1, "clock": clock},
+                args.strong_games,
+            ),
         )
-        if name in chosen
+        if label in chosen
     ]
-    most = max(games for _, games in plans)
+    most = max(games for _, _, games in plans)
     seeds = [f"bots-{args.first + i}" for i in range(most)]
-    pars = [par(seed, budget=args.par_budget) for seed in seeds]
+    pars = [solve(deal(seed), budget=args.par_budget, clock=time.process_time) for seed in seeds]
     rows = []
-    for bot, games in plans:
-        record = Record(bot.name)
+    for label, bot, games in plans:
+        record = Record(label)
         for seed, deal_par in zip(seeds[:games], pars, strict=False):
             record.play(bot, seed, deal_par)
         won_pars = [p.score or 0 for p in pars[:games]]
@@ -115,22 +140,23 @@ def main() -> None:
         print(record.row(mean_par), flush=True)
         rows.append(record.row(mean_par))
     header = [
-        "strategy", "deals", "wins", "mean score", "gap to par", "gap on won deals", "ms/move",
-        "slowest ms",
+        "strategy", "deals", "wins", "mean score", "gap to par", "gap on won deals",
+        "CPU ms/move", "wall ms/move", "slowest wall ms",
     ]
     proven = sum(p.proven for p in pars)
     command = (
         f"python -m bench.bots --games {args.games} --strong-games {args.strong_games} "
         f"--budget {args.budget:g} --par-budget {args.par_budget:g} --strategies {args.strategies}"
-        f"{f' --first {args.first}' if args.first else ''}"
+        f"{f' --first {args.first}' if args.first else ''}{' --wall' if args.wall else ''}"
     )
     text = (
         f"{markdown_table(header, rows)}\n\n"
         f"Mean par of the {most} deals (`{seeds[0]}` to `{seeds[-1]}`): "
         f"{statistics.mean(p.score or 0 for p in pars):.2f} ({proven} of {most} proven within "
-        f"{args.par_budget:g} s; the rest are lower bounds, so the gaps are if anything "
-        f"understated). The gap on won deals is the mean of par less score over the deals the "
-        f"bot won. Expectimax budget {args.budget:g} s per move. Command: `{command}` "
+        f"{args.par_budget:g} s of CPU time; the rest are lower bounds, so the gaps are if "
+        f"anything understated). The gap on won deals is the mean of par less score over the "
+        f"deals the bot won. Expectimax budget {args.budget:g} s of "
+        f"{'wall' if args.wall else 'CPU'} time per move. Command: `{command}` "
         f"({machine_line()})."
     )
     print(text)

@@ -103,10 +103,11 @@ class _Search:
         # Canonical position -> the largest card budget it is known to fail with.
         self.failed: dict[bytes, int] = {}
         self.symmetries = _symmetries(rules.grid_size)
-        self.node_limit: float = float("inf")
-        """Nodes allowed to the pass under way (:class:`_OutOfNodes` past them)."""
+        self._node_limit: float = float("inf")
         self.node_budget: float = float("inf")
         """Nodes allowed to the whole search (:class:`_OutOfTime` past them)."""
+        self._next_look: float = 0
+        """The node count at which :meth:`tick` next looks at the limits and the clock."""
         self.tight = TightSearch(self.board, ranks, self.tick)
 
     def win_within(self, cards: int) -> bool:
@@ -170,15 +171,36 @@ class _Search:
         self.failed[key] = limit
         return False
 
+    @property
+    def node_limit(self) -> float:
+        """Nodes allowed to the pass under way (:class:`_OutOfNodes` past them)."""
+        return self._node_limit
+
+    @node_limit.setter
+    def node_limit(self, nodes: float) -> None:
+        self._node_limit = nodes
+        self._next_look = self.nodes  # the next tick looks again
+
     def tick(self) -> None:
-        """Count a node; raise :class:`_OutOfTime` when the budget is spent."""
+        """Count a node; raise :class:`_OutOfTime` when the budget is spent.
+
+        Called for every node, so it only counts: the limits and the clock are looked at
+        every :data:`_CLOCK_EVERY` nodes and at a node limit (:meth:`_look`).
+        """
         self.nodes += 1
-        if not self.nodes % _CLOCK_EVERY and self.clock() > self.deadline:
-            raise _OutOfTime
-        if self.nodes >= self.node_limit:
+        if self.nodes >= self._next_look:
+            self._look()
+
+    def _look(self) -> None:
+        nodes = self.nodes
+        if nodes >= self._node_limit:
             raise _OutOfNodes
-        if self.nodes >= self.node_budget:
+        if nodes >= self.node_budget:
             raise _OutOfTime
+        if not nodes % _CLOCK_EVERY and self.clock() > self.deadline:
+            raise _OutOfTime
+        next_clock = nodes - nodes % _CLOCK_EVERY + _CLOCK_EVERY
+        self._next_look = min(next_clock, self._node_limit, self.node_budget)
 
 
 def _canonical_key(board: Board, symmetries: _Symmetries) -> bytes:
@@ -306,6 +328,8 @@ def solve(
             # pass before it failed; and each failure lowers the proven upper bound.
             cards = fewest
             while cards <= len(ranks) and (not best or cards < len(best)):
+                if cards > fewest and _line_within(ranks, rules, search, cards, keep):
+                    break  # as short as any line can be, every shorter pass having failed
                 if search.win_within(cards):
                     keep(search.line)
                     break
@@ -336,6 +360,11 @@ BEAM_WIDTHS = (16, 64, 512)
 #: After a first line from a narrower beam, a beam this wide looks for a shorter one.
 REFINE_WIDTH = 64
 
+#: Before an exhaustive pass with a card or more to spare, beams this wide look for a
+#: line with that many cards: the pass finds one only after millions of positions when
+#: it exists, and such a beam often finds it in about a second.
+PASS_BEAM_WIDTHS = (256, 1024)
+
 
 def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> tuple[list[int], int]:
     """A winning line (as cells) found by beam search on the heuristic, or ``[]``, with
@@ -351,16 +380,44 @@ def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> tuple[li
     return [], BEAM_WIDTHS[-1]
 
 
-def _beam(ranks: Sequence[int], rules: Ruleset, search: _Search, width: int) -> list[int]:
-    """Keep the ``width`` best distinct positions after each card; return the first win."""
+def _line_within(
+    ranks: Sequence[int],
+    rules: Ruleset,
+    search: _Search,
+    cards: int,
+    keep: Callable[[list[int]], None],
+) -> bool:
+    """Whether a beam (:data:`PASS_BEAM_WIDTHS`) finds a line winning with ``cards``
+    cards or fewer; the line is handed to ``keep``."""
+    for width in PASS_BEAM_WIDTHS:
+        line = _beam(ranks, rules, search, width, cards)
+        if line:
+            keep(line)
+            return True
+    return False
+
+
+def _beam(
+    ranks: Sequence[int], rules: Ruleset, search: _Search, width: int, cards: int | None = None
+) -> list[int]:
+    """Keep the ``width`` best distinct positions after each card; return the first win.
+
+    With ``cards``, only lines that win with at most that many cards: a position that has
+    stacked more cards than such a line can spare is dropped, however well it scores.
+    """
+    most = len(ranks) if cards is None else min(cards, len(ranks))
+    spare = most - rules.grid_size**2
     beam: list[tuple[Board, list[int]]] = [(Board(rules), [])]
-    for placed, rank in enumerate(ranks):
+    for placed, rank in enumerate(ranks[:most]):
         cards_left = len(ranks) - placed - 1
         scored: list[tuple[float, int, int, bytes]] = []
         for index, (board, _) in enumerate(beam):
             search.tick()
             for cell in board.targets():
                 token = board.place(cell, rank)
+                if placed + 1 - board.occupied.bit_count() > spare:
+                    board.undo(token)
+                    continue
                 value = evaluate(board, cards_left)
                 if value >= WIN:
                     line = beam[index][1] + [cell]

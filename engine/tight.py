@@ -33,7 +33,7 @@ class TightSearch:
         self.ranks = ranks
         self.tick = tick
         self.line: list[int] = []
-        self.failed: set[tuple[int, int, int, int, bytes]] = set()
+        self.failed: set[tuple[int, int, int, int]] = set()
         self.box = 0
         """The final box being filled, as a mask of cells."""
         self.mirror: dict[int, int] = {}
@@ -64,7 +64,7 @@ class TightSearch:
             images = _transposed(n)
             self.mirror = {cell: box_cells[images[x]] for x, cell in enumerate(box_cells)}
             self.line.clear()
-            if self._search(placed):
+            if self._search(placed, _rank_code(board)):
                 return self.line[:]
         return None
 
@@ -81,14 +81,17 @@ class TightSearch:
                 kept |= 1 << cell
         return kept
 
-    def _search(self, placed: int) -> bool:
+    def _search(self, placed: int, code: int) -> bool:
+        """Whether the board after ``placed`` cards fills the box face up; ``code`` is
+        its :func:`_rank_code`, kept up to date here (no pile changes rank any more, so
+        the top ranks and faces are the whole position)."""
         self.tick()
         board = self.board
         occupied, down, box = board.occupied, board.down, self.box
         empty = box & ~occupied
         remember = empty.bit_count() >= _REMEMBER_FROM_EMPTY
         if remember:
-            key = (placed, box, occupied, down, bytes(board.rank))
+            key = (placed, box, code, down)
             if key in self.failed:
                 return False
         rank = self.ranks[placed]
@@ -122,18 +125,28 @@ class TightSearch:
                     continue
             children.append((face_down, cell, flipped))
         children.sort()
-        line = self.line
+        line, place, undo, search = self.line, board.place, board.undo, self._search
+        placed += 1
         for _, cell, flipped in children:
-            token = board.place(cell, rank, flipped)
+            token = place(cell, rank, flipped)
             line.append(cell)
-            found = self._search(placed + 1)
-            board.undo(token)
+            found = search(placed, code | rank << _RANK_BITS * cell)
+            undo(token)
             if found:
                 return True
             line.pop()
         if remember:
             self.failed.add(key)
         return False
+
+
+#: Bits per cell in :func:`_rank_code` (ranks run to 10).
+_RANK_BITS = 4
+
+
+def _rank_code(board: Board) -> int:
+    """The top ranks of ``board`` as one integer, ``_RANK_BITS`` bits a cell (0: no pile)."""
+    return sum(rank << _RANK_BITS * cell for cell, rank in enumerate(board.rank) if rank)
 
 
 def _transposed(n: int) -> list[int]:

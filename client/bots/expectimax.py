@@ -33,6 +33,7 @@ import random
 import time
 from collections.abc import Callable
 
+from client.bots.chance import next_card_value
 from client.bots.view import RacerView
 from engine import Position
 from engine.board import Board
@@ -169,7 +170,7 @@ class ExpectimaxStrategy:
         ):
             return table.value(board.occupied, board.down, board.full, cards_left)
         if depth <= 1:
-            return _last_chance(board, table, counts, cards_left)
+            return next_card_value(board, table, counts, cards_left)
         # Every rank still possible: above the last ply a rank class would be only an
         # approximation, and searching each rank wins more deals for a few ms per move.
         expected = 0.0
@@ -197,54 +198,3 @@ class ExpectimaxStrategy:
             best = max(best, value)
         return best if best > float("-inf") else ranked[0][1]
 
-
-def _last_chance(board: Board, table: ValueTable, counts: list[int], cards_left: int) -> float:
-    """The last ply's chance node: the expected value of the next card at its best target.
-
-    No placement is made: a card's effect on a target is the set of piles it turns over
-    there (:meth:`Board.flips`), and each target's value is looked up once per such set,
-    whatever the number of rank classes sharing it.
-    """
-    value, flips = table.value, board.flips
-    occupied, down, full, height = board.occupied, board.down, board.full, board.height
-    capacity = board.capacity
-    cards_after = cards_left - 1
-    places = []
-    for cell in board.targets():
-        bit = 1 << cell
-        full_after = full | bit if height[cell] + 1 >= capacity else full
-        seen: dict[int, float] = {}
-        places.append((cell, occupied | bit, down & ~bit, full_after, seen))
-    expected = 0.0
-    for rank, weight in _rank_classes(board, counts):
-        best = float("-inf")
-        for cell, grown, down_after, full_after, seen in places:
-            flipped = flips(cell, rank)
-            result = seen.get(flipped)
-            if result is None:
-                result = seen[flipped] = value(grown, down_after ^ flipped, full_after, cards_after)
-            if result > best:
-                best = result
-        expected += weight * best
-    return expected / sum(counts)
-
-
-def _rank_classes(board: Board, counts: list[int]) -> list[tuple[int, int]]:
-    """The still-possible ranks grouped by their order against the face-up tops.
-
-    Returns ``(representative rank, cards in the class)`` pairs. At the last ply every
-    rank of a class gives the same values, so any representative would do.
-    """
-    face_up_ranks = board.face_up_ranks()
-    classes: dict[int, tuple[int, int]] = {}
-    for rank in range(1, len(counts)):
-        count = counts[rank]
-        if not count:
-            continue
-        below = sum(1 for other in face_up_ranks if other < rank)
-        key = 2 * below + (rank in face_up_ranks)
-        representative, total = classes.get(key, (rank, 0))
-        if count > counts[representative]:
-            representative = rank
-        classes[key] = (representative, total + count)
-    return list(classes.values())

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from client.bots import DEFAULT_STRATEGY, STRATEGIES, RacerView, get_strategy
+from client.bots import DEFAULT_STRATEGY, STRATEGIES, RacerView, Strategy, get_strategy
 from engine import Card, Game, Position, Ruleset, Status, deal
 from engine.heuristic import WIN, Weights
 
@@ -40,6 +40,25 @@ def test_every_strategy_plays_whole_games_legally(name: str) -> None:
 def test_greedy_wins_some_games() -> None:
     won = sum(_play(Game.new(f"greedy-{i}"), "greedy").score is not None for i in range(8))
     assert won >= 1
+
+
+def test_greedy_checking_its_best_moves_one_card_further_wins_more() -> None:
+    # The same deals and the same tie-breaking: plain one ply (checked=1) against the
+    # default, which compares its best placements by the next card's expected value.
+    def wins(checked: int) -> int:
+        won = 0
+        for i in range(30):
+            bot = get_strategy("greedy", seed=3, checked=checked)
+            won += _play_with(Game.new(f"greedy-{i}"), bot).score is not None
+        return won
+
+    assert wins(3) >= wins(1) + 3
+
+
+def _play_with(game: Game, bot: Strategy) -> Game:
+    while not game.is_over():
+        game.play(bot.choose(RacerView.from_game(game)))
+    return game
 
 
 def test_the_view_from_a_game_holds_only_drawn_cards() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engine import Adjacency, Card, Game, Ruleset, Status, deal, parse_move, replay
-from engine.solver import NoWinnableSeed, Par, par, solve, winnable_seed
+from engine.solver import NoWinnableSeed, Par, _beam, _Search, par, solve, winnable_seed
 
 CONFORMANCE = Path(__file__).parent.parent / "conformance" / "games.json"
 SMALL = Ruleset(grid_size=2, pile_capacity=10, face_down_limit=1)
@@ -182,3 +183,16 @@ def replay_score(stock: list[Card], result: Par) -> int | None:
 def test_an_unwinnable_deal_has_no_upper_bound_and_a_par_line_has_its_own() -> None:
     assert solve(deal("short")[:15]).at_most is None
     assert par("0").at_most == 24
+
+
+def test_a_beam_held_to_a_card_count_finds_a_line_the_free_beam_misses() -> None:
+    # solver-83's par is 23 (17 cards); a free beam 64 wide finds only a longer line, and
+    # the beam that drops every position stacking more than one card finds the 17-card one.
+    stock = deal("solver-83")
+    ranks = [card.rank for card in stock]
+    search = _Search(ranks, Ruleset(), float("inf"), time.process_time)
+    free = _beam(ranks, Ruleset(), search, 64)
+    held = _beam(ranks, Ruleset(), search, 256, cards=17)
+    assert len(free) > 17
+    assert len(held) == 17
+    assert replay("solver-83", [search.board.position(cell) for cell in held]).score == 23
