@@ -273,7 +273,14 @@ async def test_a_client_that_stops_reading_is_cut_off_and_the_rest_go_on(tmp_pat
                 await asyncio.sleep(0)  # the server runs in this event loop
                 if len(live.server.socket_tier.connections) == 1:
                     break
-        assert len(live.server.socket_tier.connections) == 1  # only ann's: the sloth was cut off
+        # The sloth may see its connection closed before the server has let it go: the
+        # server forgets a connection once its close is done, a moment later on a busy
+        # machine. Wait for that (bounded), then only ann's is left: the sloth was cut off.
+        for _ in range(2_000):
+            if len(live.server.socket_tier.connections) == 1:
+                break
+            await asyncio.sleep(0.01)
+        assert len(live.server.socket_tier.connections) == 1
         sloth.transport.abort()
         # The others never noticed.
         await ann.send(Ping(id=3))
