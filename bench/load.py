@@ -39,6 +39,12 @@ progress frame. ``finished`` (which carries every racer's moves) is only matched
 the race id. So in a race of 1,000 the progress delay comes from 100 racers and all
 spectators, not from 1,000 racers decoding frames of hundreds of lines each.
 
+Failover (``--targets cluster --nodes 2 --kill-owner-after S``): node 0, which leads and
+runs the races its clients made, is SIGKILLed ``S`` seconds after the go; every client
+resumes on the next node with its token (:class:`ResumingClient`), and the run reports,
+for each racer of node 0's races, the time from the kill to its next acknowledged move,
+and how many never moved again (:func:`failover_lines`).
+
 Only loopback addresses are used; every loop is bounded by ``--duration`` and timeouts.
 """
 
@@ -70,7 +76,7 @@ from typing import Any
 
 import msgpack
 
-from bench.wire import Closed, HandshakeFailed, WireClient, connect
+from bench.wire import Closed, Frames, HandshakeFailed, WireClient, connect
 from cli.server_commands import LOOPS, event_loop_factory
 from client.connection import DEFAULT_BACKOFF
 from engine.board import Board
@@ -293,7 +299,7 @@ class Group:
         return self.rounds[round_number]
 
 
-class ResumingClient:
+class ResumingClient(Frames):
     """A client's connection that outlives the death of its node (``--kill-owner-after``):
     when it drops, it connects to the next node and says ``hello`` with the session's
     resume token, as the terminal client does (``client.connection``: the next address,
@@ -305,15 +311,6 @@ class ResumingClient:
     def __init__(self, generator: Generator, ws: WireClient, node: int, hello: Hello) -> None:
         self.generator, self.ws, self.node, self.hello = generator, ws, node, hello
         self.resumes = 0
-
-    def __aiter__(self) -> ResumingClient:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            return await self.recv()
-        except Closed:
-            raise StopAsyncIteration from None
 
     async def recv(self) -> bytes:
         """The next frame, resuming on the next node first if the connection dropped."""
