@@ -39,6 +39,12 @@ progress frame. ``finished`` (which carries every racer's moves) is only matched
 the race id. So in a race of 1,000 the progress delay comes from 100 racers and all
 spectators, not from 1,000 racers decoding frames of hundreds of lines each.
 
+Failover (``--targets cluster --nodes 2 --kill-owner-after S``): node 0, which leads and
+runs the races its clients made, is SIGKILLed ``S`` seconds after the go; every client
+resumes on the next node with its token (:class:`ResumingClient`), and the run reports,
+for each racer of node 0's races, the time from the kill to its next acknowledged move,
+and how many never moved again (:func:`failover_lines`).
+
 Only loopback addresses are used; every loop is bounded by ``--duration`` and timeouts.
 """
 
@@ -70,8 +76,9 @@ from typing import Any
 
 import msgpack
 
-from bench.wire import Closed, HandshakeFailed, WireClient, connect
+from bench.wire import Closed, Frames, HandshakeFailed, WireClient, connect
 from cli.server_commands import LOOPS, event_loop_factory
+from client.connection import DEFAULT_BACKOFF
 from engine.board import Board
 from engine.cards import DECK, deal_ids
 from protocol import (
@@ -155,6 +162,14 @@ class Settings:
     rated: bool = False
     """Against a server: every racer claims its name after ``hello`` and the races are
     rated (``rated: true``), so each finish rates its players (ratings on)."""
+    lease_ttl: float | None = None
+    """For ``cluster``: the nodes' ``--lease-ttl`` (``None``: the server's default)."""
+    kill_owner_after: float = 0.0
+    """For ``cluster`` (two nodes or more): seconds after the go when node 0 is SIGKILLed
+    (0: never). Node 0 leads and runs every race whose creator is connected to it; every
+    client then resumes on the next node when its connection drops (see
+    :class:`ResumingClient`), and the run reports how long each racer of node 0's races
+    took from the kill to its next acknowledged move (:meth:`Generator.failover`)."""
 
 
 # ============================================================ the generator process
@@ -284,6 +299,66 @@ class Group:
         return self.rounds[round_number]
 
 
+class ResumingClient(Frames):
+    """A client's connection that outlives the death of its node (``--kill-owner-after``):
+    when it drops, it connects to the next node and says ``hello`` with the session's
+    resume token, as the terminal client does (``client.connection``: the next address,
+    after its backoff), then goes on giving the frames that follow (the resume's ``race``,
+    ``board`` and ``card``). A frame sent while it is away raises :class:`Closed`, as on a
+    closed connection: the racer's place is lost, and the server sends its card again.
+    """
+
+    def __init__(self, generator: Generator, ws: WireClient, node: int, hello: Hello) -> None:
+        self.generator, self.ws, self.node, self.hello = generator, ws, node, hello
+        self.resumes = 0
+
+    async def recv(self) -> bytes:
+        """The next frame, resuming on the next node first if the connection dropped."""
+        while True:
+            try:
+                return await self.ws.recv()
+            except Closed:
+                if not await self._resume():
+                    raise
+
+    async def send(self, message: bytes) -> None:
+        """Send one frame on the current connection."""
+        await self.ws.send(message)
+
+    async def close(self) -> None:
+        """Close the current connection."""
+        await self.ws.close()
+
+    async def _resume(self) -> bool:
+        """Connect to the next nodes in turn until one resumes the session; whether one
+        did (never once the run is over)."""
+        generator = self.generator
+        urls = generator.urls
+        for delay in DEFAULT_BACKOFF.delays():
+            if generator.stop.is_set():
+                return False
+            self.node = (self.node + 1) % len(urls)
+            await asyncio.sleep(delay)
+            try:
+                ws = await connect(urls[self.node] + "/", generator.settings.connect_timeout)
+                await ws.send(encode(self.hello))
+                answer = msgpack.unpackb(await ws.recv())
+            except (OSError, HandshakeFailed, Closed, TimeoutError):
+                continue
+            if answer.get("type") != "welcome":
+                generator.error(f"resume:{answer.get('code', answer.get('type'))}")
+                return False
+            self.ws = ws
+            self.resumes += 1
+            generator.node_of[self] = self.node
+            return True
+        return False
+
+
+#: A client's connection: a plain one, or one that resumes on the next node.
+Connection = WireClient | ResumingClient
+
+
 class Generator:
     """All simulated clients of one run, in one event loop."""
 
@@ -301,7 +376,7 @@ class Generator:
         self.stop = asyncio.Event()
         self.measure_from = float("inf")
         self.go_time = float("inf")
-        self.connections: list[WireClient] = []
+        self.connections: list[Connection] = []
         self.connect_gate = asyncio.Semaphore(64)
         self.all_connected = asyncio.Event()
         self.expected = settings.racers + settings.spectators
@@ -309,9 +384,24 @@ class Generator:
         self.progress_stride = max(1, -(-settings.racers // PROGRESS_SAMPLE))
         self.urls = url.split(",")
         """The target's addresses (a cluster's nodes, the leader first)."""
-        self.node_of: dict[WireClient, int] = {}
+        self.node_of: dict[Connection, int] = {}
         self.node_rtt: dict[int, list[float]] = {}
         """Move round trips by the node the racer is connected to."""
+        self.race_node: dict[str, int] = {}
+        """The node each race was made on (its creator's, for a private race)."""
+        self.racing: dict[Connection, str] = {}
+        """The race each racer is in (from the answer to its join to its ``finished``)."""
+        self.killed_at: float | None = None
+        """When the parent SIGKILLed node 0 (perf_counter: the system's monotonic clock)."""
+        self.stranded: set[Connection] = set()
+        """The racers that were in a race of node 0 when it was killed."""
+        self.back_after: dict[Connection, float] = {}
+        """For each of those, seconds from the kill to its first move acknowledged after
+        it (of a place sent after the kill, so that only a live owner can have answered)."""
+        self.ready_after: dict[Connection, float] = {}
+        """For each of those, seconds from the kill to the ``card`` that move placed (the
+        moment it could move again: the same less the racer's think), or to the move's
+        acknowledgement when that card came before the kill."""
 
     def measuring(self, sent_at: float) -> bool:
         return sent_at >= self.measure_from and not self.stop.is_set()
@@ -349,15 +439,17 @@ class Generator:
             if len(self.stats.error_samples) < 10:
                 self.stats.error_samples.append(f"{code}: {message}" if message else code)
 
-    async def open(self, path: str, hello: Hello, client: int = 0) -> WireClient | None:
+    async def open(self, path: str, hello: Hello, client: int = 0) -> Connection | None:
         """Connect client number ``client`` (to node ``client % nodes``) and say hello;
-        ``None`` (and an error counted) if that fails."""
+        ``None`` (and an error counted) if that fails. With ``kill_owner_after``, the
+        connection resumes on the next node when it drops (:class:`ResumingClient`)."""
         node = client % len(self.urls)
+        connection: Connection
         try:
             async with self.connect_gate:
-                ws = await connect(self.urls[node] + path, self.settings.connect_timeout)
+                ws = connection = await connect(self.urls[node] + path,
+                                                self.settings.connect_timeout)
                 self.connections.append(ws)
-                self.node_of[ws] = node
                 frame = encode(hello)
                 await ws.send(frame)
                 if self.mode == "server":
@@ -365,6 +457,11 @@ class Generator:
                     if answer.get("type") != "welcome":
                         self.error(f"hello:{answer.get('code', answer.get('type'))}")
                         return None
+                    if self.settings.kill_owner_after > 0:
+                        connection = ResumingClient(
+                            self, ws, node, replace(hello, resume=answer["resume"]))
+                        self.connections.remove(ws)
+                        self.connections.append(connection)
                 else:
                     while await ws.recv() != frame:
                         pass
@@ -375,12 +472,13 @@ class Generator:
             self.attempts += 1
             if self.attempts >= self.expected:
                 self.all_connected.set()
+        self.node_of[connection] = node
         self.stats.connected += 1
-        return ws
+        return connection
 
     # ------------------------------------------------------------- server mode
 
-    async def claim(self, ws: WireClient) -> bool:
+    async def claim(self, ws: Connection) -> bool:
         """Claim the racer's name (``--rated``): whether the server gave its key."""
         await ws.send(encode_players(ClaimName(id=0)))
         while True:
@@ -425,7 +523,7 @@ class Generator:
 
     async def play_race(
         self,
-        ws: WireClient,
+        ws: Connection,
         race: asyncio.Future[tuple[str, str]],
         request: int,
         rng: random.Random,
@@ -443,6 +541,8 @@ class Generator:
         shown: dict[str, int] = {}
         waiting_since: float | None = None
         card: dict[str, Any] | None = None
+        card_at: dict[int, float] = {}
+        """When the card of each move came (the latest, if it came again on a resume)."""
         tasks: set[asyncio.Task[None]] = set()
         async for frame in ws:
             now = time.perf_counter()
@@ -472,8 +572,10 @@ class Generator:
                     break
                 if kind == "race":
                     race_id, you = message["race"], message.get("you") or ""
+                    self.racing[ws] = race_id
                     if creator and not race.done():
                         race.set_result((race_id, message.get("code") or race_id))
+                        self.race_node[race_id] = self.node_of[ws]
                         self.stats.races += 1
                 continue
             if message.get("race", race_id) != race_id:
@@ -485,6 +587,7 @@ class Generator:
                     self.round_trip(ws, now - waiting_since)
                 waiting_since = None
                 card = message
+                card_at[message["move"]] = now
                 task = asyncio.create_task(self._place(ws, card, board, race_id, you, rng))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -492,12 +595,14 @@ class Generator:
                 card = None  # played: nothing to send again until the next card
                 card_id, (row, col) = message["card"], message["position"]
                 board.place(board.cell((row, col)), DECK[card_id].rank)
+                sent = self.sent.get((race_id, you, message["move"]))
+                if self.killed_at is not None:
+                    self.back(ws, sent, card_at.get(message["move"]), now)
                 if message["status"] != "racing":
-                    sent = self.sent.get((race_id, you, message["move"]))
                     if sent is not None and self.measuring(sent):
                         self.round_trip(ws, now - sent)
                 else:
-                    waiting_since = self.sent.get((race_id, you, message["move"]))
+                    waiting_since = sent
             elif kind == "progress":
                 self.progress_delays(race_id, message["racers"], you, now,
                                      self.stats.progress_racers, shown)
@@ -512,10 +617,43 @@ class Generator:
                         self._place(ws, card, board, race_id, you, rng, RATE_BACKOFF))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+        self.racing.pop(ws, None)
         for task in tasks:
             task.cancel()
 
-    def round_trip(self, ws: WireClient, seconds: float) -> None:
+    def killed(self, at: float) -> None:
+        """Node 0 was SIGKILLed at ``at``: its races' racers are stranded until they move
+        again."""
+        self.killed_at = at
+        self.stranded = {ws for ws, race in self.racing.items() if self.race_node.get(race) == 0}
+
+    def back(self, ws: Connection, sent: float | None, card_at: float | None,
+             now: float) -> None:
+        """A move of ``ws`` (its card come at ``card_at``) was acknowledged at ``now``: the
+        first since the kill of one sent after it brings a stranded racer back."""
+        killed_at = self.killed_at
+        assert killed_at is not None
+        if (ws in self.stranded and ws not in self.back_after and sent is not None
+                and sent > killed_at):
+            self.back_after[ws] = now - killed_at
+            ready = card_at if card_at is not None and card_at > killed_at else now
+            self.ready_after[ws] = ready - killed_at
+
+    def failover(self) -> dict[str, Any] | None:
+        """After a kill: how many racers were stranded, the seconds each took to move
+        again (p50/p99/max in ms), and how many never did before the run ended."""
+        if self.killed_at is None:
+            return None
+        return {
+            "stranded": len(self.stranded),
+            "back_ms": summary(list(self.back_after.values())),
+            "ready_ms": summary(list(self.ready_after.values())),
+            "never_back": len(self.stranded) - len(self.back_after),
+            "resumed_connections": sum(
+                ws.resumes for ws in self.connections if isinstance(ws, ResumingClient)),
+        }
+
+    def round_trip(self, ws: Connection, seconds: float) -> None:
         """Count one move answered ``seconds`` after it was sent."""
         self.stats.rtt.append(seconds)
         self.stats.moves += 1
@@ -523,7 +661,7 @@ class Generator:
 
     async def _place(
         self,
-        ws: WireClient,
+        ws: Connection,
         card: dict[str, Any],
         board: Board,
         race_id: str,
@@ -717,6 +855,7 @@ class Generator:
             "connected": stats.connected,
             "races_started": stats.races,
             "ratings_received": stats.ratings,
+            "failover": self.failover(),
             "first_card_s": summary(stats.starts),
             "generator_cpu_percent": 100 * cpu / wall,
             "generator_cpu_wait_percent": 100 * waited / wall,
@@ -787,15 +926,20 @@ async def generate(settings: Settings, url: str, mode: str) -> dict[str, Any]:
     """The generator process's whole life: the parent says go on stdin."""
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
+    generator = Generator(settings, url, mode)
 
     def on_stdin() -> None:
+        # "go", then (with --kill-owner-after) "killed <perf_counter>" once node 0 is dead.
         line = sys.stdin.readline()
         if not ready.done():
             ready.set_result(None) if line else ready.set_exception(EOFError())
-        loop.remove_reader(sys.stdin.fileno())
+        elif line.startswith("killed "):
+            generator.killed(float(line.split()[1]))
+        if not line or not settings.kill_owner_after:
+            loop.remove_reader(sys.stdin.fileno())
 
     loop.add_reader(sys.stdin.fileno(), on_stdin)
-    return await Generator(settings, url, mode).run(ready)
+    return await generator.run(ready)
 
 
 # ================================================================ the parent process
@@ -1019,6 +1163,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         for index, node_port in enumerate(ports):
             cluster = (f"--cluster {settings.redis} --cluster-prefix {prefix} "
                        f"--node-id load-{index}") if target == "cluster" else None
+            if cluster is not None and settings.lease_ttl is not None:
+                cluster += f" --lease-ttl {settings.lease_ttl:g}"
             command = target_command(target, node_port, db, settings.loop, cluster)
             processes.append(start(0, command, settings, stdout=log, stderr=subprocess.STDOUT))
             wait_for_port(node_port, processes[-1], 30)
@@ -1049,7 +1195,15 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         scrapes: list[float] = []
         every = settings.scrape if settings.scrape > 0 and target != "echo" else None
         next_scrape = wall_start + settings.warmup
+        kill_at = (wall_start + settings.kill_owner_after
+                   if settings.kill_owner_after > 0 and len(processes) > 1 else None)
         while generator.poll() is None and time.monotonic() - wall_start < settings.duration + 60:
+            if kill_at is not None and time.monotonic() >= kill_at:
+                kill_at = None
+                killed_at = time.perf_counter()
+                processes[0].kill()  # SIGKILL: nothing of node 0 runs after this
+                generator.stdin.write(f"killed {killed_at!r}\n")
+                generator.stdin.flush()
             rss_peak = max(rss_peak, rss_bytes(target_process.pid))
             if every is not None and time.monotonic() >= next_scrape:
                 scrapes.append(scrape_seconds(port))
@@ -1481,6 +1635,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis", default=os.environ.get("REDIS_URL") or REDIS_URL,
                         metavar="URL", help="for the cluster target: the Redis its nodes meet "
                         f"on (default REDIS_URL, else {REDIS_URL})")
+    parser.add_argument("--lease-ttl", type=float, default=None, metavar="SECONDS",
+                        help="for the cluster target: the nodes' --lease-ttl (default: the "
+                        "server's)")
+    parser.add_argument("--kill-owner-after", type=float, default=defaults.kill_owner_after,
+                        metavar="SECONDS",
+                        help="for the cluster target with --nodes 2 or more: SIGKILL node 0 "
+                        "(the leader, owner of the races its clients made) SECONDS after the "
+                        "go; clients resume on the next node, and the run reports each of its "
+                        "racers' time from the kill to its next acknowledged move")
     parser.add_argument("--rated", action="store_true",
                         help="ratings on: racers claim their names and race rated races "
                         "(against a server target)")
@@ -1522,7 +1685,10 @@ def main(argv: list[str] | None = None) -> int:
         warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
         loop=args.loop, priority=args.priority, scrape=args.scrape, postgres=args.postgres,
         nodes=args.nodes, redis=args.redis, rated=args.rated,
+        kill_owner_after=args.kill_owner_after, lease_ttl=args.lease_ttl,
     )
+    if settings.kill_owner_after and (args.targets != "cluster" or settings.nodes < 2):
+        parser.error("--kill-owner-after needs --targets cluster and --nodes 2 or more")
     if args.goals:
         rows, results = run_goals(settings)
         from bench.report import machine_line, markdown_table, update_section
@@ -1559,6 +1725,7 @@ def main(argv: list[str] | None = None) -> int:
     notes += caveats(results)
     print(table(results))
     for line in (ratios(results) + store_lines(results) + cluster_lines(results)
+                 + failover_lines(results)
                  + scrape_lines(results) + rating_lines(results, settings) + notes):
         print(line)
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -1646,6 +1813,43 @@ def cluster_lines(results: list[dict[str, Any]]) -> list[str]:
                 + ", ".join(f"{percent:.0f}%" for percent in cluster["node_cpu_percent"]) + "."
             )
     return lines
+
+
+#: The failover goal (issue 18): from the owner's SIGKILL to every racer of its races
+#: moving again, p99 under this many milliseconds.
+FAILOVER_P99_MS = 5000.0
+
+
+def failover_lines(results: list[dict[str, Any]]) -> list[str]:
+    """With ``--kill-owner-after``: the racers of node 0's races at its kill, how long they
+    took to move again (p50/p99/max), how many never did, and the goal's verdict (every
+    racer back, and p99 under :data:`FAILOVER_P99_MS`)."""
+    lines = []
+    for r in results:
+        failover = r.get("failover")
+        if not failover:
+            continue
+        back, ready = failover["back_ms"], failover["ready_ms"]
+        met = (failover["never_back"] == 0 and back["p99"] is not None
+               and back["p99"] < FAILOVER_P99_MS)
+        lines.append(
+            f"- {r['racers']:,} racers, cluster of {r['nodes']} (lease "
+            f"{r['lease_ttl'] or 'default'}{' s' if r['lease_ttl'] else ''}), node 0 SIGKILLed "
+            f"{r['kill_owner_after']:g} s after the go: {failover['stranded']:,} racers were in "
+            f"its races; {back['count']:,} moved again, from the kill to their next "
+            f"acknowledged move p50/p99/max {_seconds(back['p50'])}/{_seconds(back['p99'])}/"
+            f"{_seconds(back['max'])} s (to the card of that move, less the racer's think: "
+            f"{_seconds(ready['p50'])}/{_seconds(ready['p99'])}/{_seconds(ready['max'])} s); "
+            f"{failover['never_back']:,} never did before the run "
+            f"ended ({failover['resumed_connections']:,} connections resumed on another node). "
+            f"Goal (p99 under {FAILOVER_P99_MS / 1000:g} s, every racer back): "
+            + ("met" if met else "**not met**") + "."
+        )
+    return lines
+
+
+def _seconds(milliseconds: float | None) -> str:
+    return "—" if milliseconds is None else f"{milliseconds / 1000:.2f}"
 
 
 def caveats(results: list[dict[str, Any]]) -> list[str]:

@@ -25,7 +25,7 @@ import contextlib
 import hashlib
 import os
 import struct
-from typing import cast
+from typing import Self, cast
 from urllib.parse import urlsplit
 
 try:
@@ -62,7 +62,25 @@ def client_frame(opcode: int, payload: bytes) -> bytes:
     return frame_header(opcode, len(payload)) + key + apply_mask(payload, key)
 
 
-class WireClient(asyncio.Protocol):
+class Frames:
+    """``async for`` over a connection's ``recv``: its messages in order, until it is
+    closed (:class:`Closed`)."""
+
+    async def recv(self) -> bytes:
+        """The next message; raises :class:`Closed` once none is left and it is closed."""
+        raise NotImplementedError
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self.recv()
+        except Closed:
+            raise StopAsyncIteration from None
+
+
+class WireClient(Frames, asyncio.Protocol):
     """One client connection. ``recv``/``async for`` give binary messages, in order."""
 
     def __init__(self, host: str, path: str) -> None:
@@ -116,15 +134,6 @@ class WireClient(asyncio.Protocol):
             self.waiter = asyncio.get_running_loop().create_future()
             await self.waiter
         return self.messages.popleft()
-
-    def __aiter__(self) -> WireClient:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            return await self.recv()
-        except Closed:
-            raise StopAsyncIteration from None
 
     async def send(self, message: bytes) -> None:
         """Send one binary message (a coroutine, like the ``websockets`` client's)."""

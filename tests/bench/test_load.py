@@ -6,6 +6,7 @@ import importlib.util
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
@@ -15,6 +16,7 @@ from bench.load import (
     Generator,
     LocalGame,
     Settings,
+    failover_lines,
     frame_type,
     goals,
     names_race,
@@ -27,6 +29,7 @@ from bench.load import (
 from engine import Game, Status
 from protocol import encode, encode_wire
 from protocol.examples import EXAMPLES
+from tests.conftest import database_url
 
 HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
 LOOPS = [
@@ -161,3 +164,40 @@ def test_server_target_races_with_real_clients() -> None:
     assert result["progress_racers_ms"]["count"] > 0
     assert result["progress_spectators_ms"]["count"] > 0
     assert result["journal"] == "disk"
+
+
+def test_a_killed_owners_racers_resume_on_the_other_node_and_move_again(
+    redis_url: str,
+) -> None:
+    # Racers 0, 2, 4, 6 are on node 0, where both races are made (their creators, seats
+    # 0, are racers 0 and 4); the kill strands all eight, and the four on node 0 lose
+    # their connections too.
+    settings = Settings(racers=8, race_size=4, think=0.1, spectators=2, duration=14,
+                        warmup=0.5, nodes=2, redis=redis_url, postgres=database_url(),
+                        kill_owner_after=3, lease_ttl=1)
+    result = run_target("cluster", settings)
+    failover = result["failover"]
+    assert failover["stranded"] == 8
+    assert failover["never_back"] == 0
+    assert failover["back_ms"]["count"] == failover["ready_ms"]["count"] == 8
+    assert failover["resumed_connections"] >= 5  # four racers and a spectator at least
+    assert result["errors"] == 0, result["error_codes"]
+    [line] = failover_lines([result])
+    assert "8 racers were in its races; 8 moved again" in line
+
+
+def test_the_failover_goal_wants_every_racer_back() -> None:
+    failover: dict[str, Any] = {
+        "stranded": 1000, "never_back": 0, "resumed_connections": 510,
+        "back_ms": {"count": 1000, "p50": 3100.0, "p99": 4200.0, "max": 4500.0},
+        "ready_ms": {"count": 1000, "p50": 2900.0, "p99": 3100.0, "max": 3200.0},
+    }
+    run = {"racers": 1000, "nodes": 2, "lease_ttl": 2.0, "kill_owner_after": 15.0,
+           "failover": failover}
+    assert failover_lines([run])[0].endswith("every racer back): met.")
+    stranded = {**run, "failover": {**failover, "never_back": 1}}
+    assert failover_lines([stranded])[0].endswith("**not met**.")
+    slow = {**run, "failover": {**failover, "back_ms": {
+        "count": 1000, "p50": 3100.0, "p99": 5200.0, "max": 6000.0}}}
+    assert failover_lines([slow])[0].endswith("**not met**.")
+    assert failover_lines([{**run, "failover": None}]) == []
