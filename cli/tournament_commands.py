@@ -65,6 +65,11 @@ def register(subparsers: Subparsers) -> None:
         default=30,
         help="arena format: minutes during which races form",
     )
+    create.add_argument(
+        "--rated",
+        action="store_true",
+        help="rate its races (claimed players, in their rules' pool); unrated by default",
+    )
     create.set_defaults(run=run_create)
 
     for name, help_text, _ in HOST_COMMANDS:
@@ -132,6 +137,7 @@ def run_create(args: argparse.Namespace) -> int:
             time_limit=args.time_limit,
             arena_duration=args.arena_minutes * 60,
             seed_policy=SeedPolicy(args.seeds),
+            rated=args.rated,
         )
         answer = ask(args.server, CreateTournament(options=options, id=1), args.ca_file)
     except CommandFailed as error:

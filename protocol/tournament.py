@@ -111,6 +111,9 @@ class TournamentOptions:
     """Arena format: seconds during which races are formed."""
     seed_policy: SeedPolicy = SeedPolicy.RANDOM
     ruleset: Ruleset = field(default_factory=Ruleset)
+    rated: bool = False
+    """Whether the tournament's races are rated (claimed players, in their ruleset's pool),
+    as a private race with ``rated: true`` is. Unrated unless the host asks."""
 
 
 register(
@@ -123,6 +126,7 @@ register(
     arena_duration=SECONDS,
     seed_policy=Choice(SeedPolicy),
     ruleset=RulesetSpec(),
+    rated=Bool(),
 )
 
 

@@ -126,6 +126,8 @@ class TournamentSettings:
     seed_policy: str = "random"
     """``random`` or ``winnable``: which seed source the shell gives the tournament."""
     ruleset: Ruleset = Ruleset()
+    rated: bool = False
+    """Whether each of its races is rated (see :attr:`RaceOptions.rated`)."""
 
     def __post_init__(self) -> None:
         if not 1 <= len(self.name) <= 64:
@@ -160,6 +162,7 @@ class TournamentSettings:
             auto_start=False,
             countdown=countdown,
             reconnect_grace=reconnect_grace,
+            rated=self.rated,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -174,11 +177,13 @@ class TournamentSettings:
             "pairing_delay": self.pairing_delay,
             "seed_policy": self.seed_policy,
             "ruleset": self.ruleset.to_dict(),
+            "rated": self.rated,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TournamentSettings:
-        """The inverse of :meth:`to_dict`."""
+        """The inverse of :meth:`to_dict` (a tournament stored before ``rated`` existed is
+        unrated)."""
         values = dict(data)
         values["format"] = TournamentFormat(values["format"])
         values["ruleset"] = Ruleset.from_dict(values.get("ruleset", {}))

@@ -138,6 +138,7 @@ def _settings_of(options: Any) -> TournamentSettings:
             arena_duration=float(options.arena_duration),
             seed_policy=options.seed_policy.value,
             ruleset=options.ruleset,
+            rated=options.rated,
         )
     except ValueError as error:
         raise _Refused(ErrorCode.BAD_MESSAGE, f"create_tournament.options: {error}") from None

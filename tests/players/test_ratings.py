@@ -15,7 +15,16 @@ import pytest
 from openskill.models import PlackettLuce
 
 from engine import Ruleset
-from protocol import Error, ErrorCode, QuickRace, RaceFinished, RaceSnapshot, RaceState, Resign
+from protocol import (
+    Error,
+    ErrorCode,
+    QuickRace,
+    RaceFinished,
+    RaceSnapshot,
+    RaceState,
+    Resign,
+    Role,
+)
 from protocol.players import (
     Board,
     GetLeaderboard,
@@ -25,6 +34,16 @@ from protocol.players import (
     RatingChanged,
 )
 from protocol.result import RaceResult, RacerOutcome, RacerResult
+from protocol.tournament import (
+    CreateTournament,
+    HostAction,
+    JoinTournament,
+    TournamentControl,
+    TournamentCreated,
+    TournamentOptions,
+    TournamentState,
+    encode_tournament,
+)
 from server.journal import PlayerRecord
 from server.player_store import (
     BOARD_COLUMNS,
@@ -296,4 +315,53 @@ async def test_a_quick_race_rates_its_claimed_players_and_the_boards_show_them(
         assert (await guest.expect(Error, reply_to=59)).code is ErrorCode.BAD_MESSAGE
     assert shown(0.0) == 0
     for client in (ann, bob, guest):
+        await client.close()
+
+
+async def _one_race_tournament(url: str, racers: list[WireClient], *, rated: bool) -> str:
+    """A one-round tournament of ``racers`` in one race, which all of them resign: the
+    race's id, once every racer has its ``finished``."""
+    host = await WireClient.connect(url, "Host", role=Role.SPECTATOR)
+    options = TournamentOptions(name="Club night", rounds=1, race_size=len(racers), rated=rated)
+    await host.connection.send(encode_tournament(CreateTournament(options=options, id=1)))
+    created = await host.expect(TournamentCreated, reply_to=1)
+
+    async def control(action: HostAction, request: int) -> None:
+        await host.connection.send(encode_tournament(TournamentControl(
+            tournament=created.tournament, host_token=created.host_token, action=action,
+            id=request)))
+        await host.expect(TournamentState, reply_to=request)
+
+    await control(HostAction.OPEN, 2)
+    for racer in racers:
+        request = racer.next_id()
+        await racer.connection.send(encode_tournament(
+            JoinTournament(tournament=created.tournament, id=request)))
+        await racer.expect(TournamentState, reply_to=request)
+    await control(HostAction.START, 3)
+    for racer in racers:
+        snapshot = await racer.expect(RaceSnapshot, state=RaceState.RUNNING)
+        assert snapshot.options.rated is rated  # every race of it says so
+        await racer.send(Resign(race=snapshot.race, id=racer.next_id()))
+    for racer in racers:
+        await racer.expect(RaceFinished, race=snapshot.race)
+    await host.close()
+    return snapshot.race
+
+
+async def test_a_tournament_is_rated_only_when_its_host_asks(live: LiveServer) -> None:
+    ann, ann_key = await claimed_key(live.url, "Ann")
+    bob, _ = await claimed_key(live.url, "Bob")
+    unrated = await _one_race_tournament(live.url, [ann, bob], rated=False)
+    rated = await _one_race_tournament(live.url, [ann, bob], rated=True)
+    # The first rating either of them is sent is the rated tournament's: the unrated one
+    # moved no rating.
+    first = await ann.expect(RatingChanged)
+    assert first.race == rated and first.games == 1 and first.before == 0
+    assert (await bob.expect(RatingChanged)).race == rated
+    await ann.send(GetProfile(player=ann_key.player, id=90))
+    profile = await ann.expect(Profile, reply_to=90)
+    assert profile.pools[0].history == (first.rating,)
+    assert {race.race: race.rated for race in profile.recent} == {rated: True, unrated: False}
+    for client in (ann, bob):
         await client.close()

@@ -126,13 +126,14 @@ function hostForm() {
   const raceSize = h("input", { id: "tournament-race-size", type: "number", min: 2, max: 1000, value: 8 });
   const timeLimit = h("input", { id: "tournament-time-limit", type: "number", min: 1, max: 86400, value: 300 });
   const minutes = h("input", { id: "tournament-minutes", type: "number", min: 1, max: 10080, value: 30 });
+  const rated = h("input", { id: "tournament-rated", type: "checkbox" });
   const problem = h("p", { class: "error", role: "alert" });
   return h("form", { class: "panel", id: "host-form", onsubmit: (event) => {
     event.preventDefault();
     const options = {
       name: name.value.trim(), format: format.value, rounds: Number(rounds.value),
       race_size: Number(raceSize.value), time_limit: Number(timeLimit.value),
-      arena_duration: Number(minutes.value) * 60,
+      arena_duration: Number(minutes.value) * 60, rated: rated.checked,
     };
     const host = new Connection({
       name: spectatorName(), role: "spectator",
@@ -154,6 +155,7 @@ function hostForm() {
   h("label", {}, "Rounds (rounds format)", rounds), h("label", {}, "Racers per race", raceSize),
   h("label", {}, "Time limit of each race (seconds)", timeLimit),
   h("label", {}, "Arena length (minutes)", minutes),
+  h("label", { class: "row" }, rated, "Rated (claimed players' ratings count its races)"),
   h("button", { type: "submit", id: "host" }, "Create the tournament"), problem,
   h("p", { class: "note" }, "You get the host console; keep its address: it holds the host token."));
 }
