@@ -1129,6 +1129,10 @@ class DisabledJournal(Journal):
         """None: nothing was stored."""
         return {}
 
+    def race_ids_stored(self, race_ids: Collection[str]) -> set[str]:
+        """None: nothing was stored."""
+        return set()
+
     def recovered(self) -> Recovered:
         """Nothing: nothing was stored."""
         return Recovered()
