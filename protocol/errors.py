@@ -125,8 +125,8 @@ _SENTENCES: dict[ErrorCode, str] = {
     ErrorCode.SHUTTING_DOWN: "The server is shutting down; reconnect later.",
     ErrorCode.UNAVAILABLE: (
         "Races cannot be served for a moment (the database cannot be reached, another "
-        "node is taking the race over, or a node cannot lease a new race yet); nothing "
-        "was done: send it again shortly."
+        "node is taking the race over, or the server cannot yet lease or check a new "
+        "race's id); nothing was done: send it again shortly."
     ),
     ErrorCode.INTERNAL_ERROR: "The server failed to handle the message.",
     ErrorCode.TOURNAMENT_NOT_FOUND: "No tournament has that code.",

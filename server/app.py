@@ -32,7 +32,8 @@ from server.metrics import Metrics
 from server.metrics_listener import PATH as METRICS_PATH
 from server.metrics_listener import serve_metrics
 from server.postgres import PostgresStore
-from server.race_tier import RaceTier
+from server.race_ids import CheckedRaceIds
+from server.race_tier import Ownership, RaceTier
 from server.redis_bus import RedisBus
 from server.socket_tier import SocketTier
 from server.store import Store, open_store, shown
@@ -62,6 +63,8 @@ class RaceServer:
         sentence to show; ``None`` while it has not."""
         self._journal: Store | None = None
         self._race_tier: RaceTier | None = None
+        self._race_ids: CheckedRaceIds | None = None
+        """A lone server's race ids, checked against its store ahead of use."""
         self._socket_tier: SocketTier | None = None
         self._server: Server | None = None
         self._stopped = asyncio.Event()
@@ -128,8 +131,11 @@ class RaceServer:
             return
         try:
             recovered = await self._open_journal()
+            race_ids = self._race_ids = CheckedRaceIds(self.journal, self.config.race_ids)
+            await race_ids.fill()
             races = self._race_tier = RaceTier(
-                self.config, self.journal, self.bus, self.metrics, self._journal_failed
+                self.config, self.journal, self.bus, self.metrics, self._journal_failed,
+                Ownership(new_race_id=race_ids.take),
             )
             sockets = self._socket_tier = SocketTier(
                 self.config, self.metrics, self.bus, self.journal
@@ -248,6 +254,8 @@ class RaceServer:
             sockets.begin_stopping()
         if races is not None:
             await races.drain()
+        if self._race_ids is not None:
+            await self._race_ids.stop()
         if self.node is not None:
             await self.node.stop()  # its races drained, its lease released
         if self._journal is not None:

@@ -56,7 +56,6 @@ from protocol import CreateRace, DailyRace, ErrorCode, QuickRace
 from server.bus import Command, Request
 from server.config import ServerConfig
 from server.journal_file import JournalRefused
-from server.lobby import new_race_id
 from server.logs import failure, log_event
 from server.metrics import Metrics
 from server.postgres import PostgresStore
@@ -323,7 +322,7 @@ class ClusterNode:
             taken = set(self._leases) | (set(self.tier.hosts) if self.tier else set())
             fresh: set[str] = set()
             while len(fresh) < RESERVED_RACE_IDS - len(self._reserved):
-                fresh.add(new_race_id(taken | fresh))
+                fresh.add(self.config.race_ids(taken | fresh))
             try:
                 leases = await self._store.lease_fresh(fresh, self.node_id, self._ttl)
             except StoreError:

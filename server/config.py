@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from server.journal import Sync
+from server.lobby import RaceIdSource, new_race_id
 from server.race import MAX_COUNTDOWN, RECONNECT_GRACE, SeedSource, random_seed
 from server.store import is_database_url
 
@@ -220,6 +221,9 @@ class ServerConfig:
     front with ``no_winnable_deal``, without searching again."""
     clock: Clock = field(default=time.time, compare=False)
     seed_source: SeedSource = field(default=random_seed, compare=False)
+    race_ids: RaceIdSource = field(default=new_race_id, compare=False)
+    """Draws the candidate ids of new races (each then checked against the store, or
+    leased in a cluster, before use: :mod:`server.race_ids`)."""
 
     @classmethod
     def from_environment(

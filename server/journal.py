@@ -697,6 +697,10 @@ class Journal(StoreBase):
         """:meth:`results`, in a thread."""
         return await asyncio.to_thread(self.results, race_ids)
 
+    async def stored_race_ids(self, race_ids: Collection[str]) -> set[str]:
+        """:meth:`race_ids_stored`, in a thread."""
+        return await asyncio.to_thread(self.race_ids_stored, race_ids)
+
     async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
         """The stored player whose resume token has digest ``token_hash``, read in a
         thread."""
@@ -783,6 +787,17 @@ class Journal(StoreBase):
                 tuple(race_ids),
             ).fetchall()
         return {race_id: RaceResult.from_json(text) for race_id, text in rows}
+
+    def race_ids_stored(self, race_ids: Collection[str]) -> set[str]:
+        """Those of ``race_ids`` that a stored race has (blocking: call it in a thread)."""
+        if not race_ids:
+            return set()
+        with self.reading() as connection:
+            rows = connection.execute(
+                f"SELECT race_id FROM races WHERE race_id IN ({', '.join('?' * len(race_ids))})",
+                tuple(race_ids),
+            ).fetchall()
+        return {race_id for (race_id,) in rows}
 
     @staticmethod
     def load_result(path: str | Path, race_id: str) -> RaceResult | None:
@@ -1113,6 +1128,10 @@ class DisabledJournal(Journal):
     def results(self, race_ids: Collection[str]) -> dict[str, RaceResult]:
         """None: nothing was stored."""
         return {}
+
+    def race_ids_stored(self, race_ids: Collection[str]) -> set[str]:
+        """None: nothing was stored."""
+        return set()
 
     def recovered(self) -> Recovered:
         """Nothing: nothing was stored."""

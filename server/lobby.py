@@ -44,6 +44,10 @@ LISTED_RACES = 100
 RACE_CODE_LENGTH = 8
 
 
+RaceIdSource = Callable[[Container[str]], str]
+"""Gives a race id that is not among the ids given (the races the caller holds)."""
+
+
 def new_race_id(taken: Container[str]) -> str:
     """A random race id that no race has (the lobby's default id source)."""
     return new_code(RACE_CODE_LENGTH, taken)
@@ -179,7 +183,7 @@ class Lobby:
     def __init__(
         self,
         quick_options: RaceOptions,
-        new_id: Callable[[Container[str]], str] = new_race_id,
+        new_id: RaceIdSource = new_race_id,
         listed: int = LISTED_RACES,
     ) -> None:
         self.quick_options = quick_options

@@ -735,6 +735,19 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
+    async def stored_race_ids(self, race_ids: Collection[str]) -> set[str]:
+        """Those of ``race_ids`` that a stored race has (over and forgotten, or not)."""
+        if not race_ids:
+            return set()
+
+        async def read(connection: Connection) -> set[str]:
+            rows = await _rows(
+                connection, "SELECT race_id FROM races WHERE race_id = ANY(%s)", (list(race_ids),)
+            )
+            return {race_id for (race_id,) in rows}
+
+        return await self._read(read)
+
     async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
         """The stored player whose resume token has digest ``token_hash``."""
 

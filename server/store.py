@@ -151,6 +151,10 @@ class Store(Protocol):
         """The stored results of those of ``race_ids`` that have one."""
         ...
 
+    async def stored_race_ids(self, race_ids: Collection[str]) -> set[str]:
+        """Those of ``race_ids`` that a stored race has (over and forgotten, or not)."""
+        ...
+
     async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
         """The stored player whose resume token has digest ``token_hash`` (in a cluster,
         a session made on another node resumes on this one)."""
