@@ -33,12 +33,16 @@ from tests.players.rated import claim, rated_race
 async def lobby_of(
     url: str, name: str, key: PlayerKey | None = None
 ) -> AsyncIterator[tuple[Pilot[int], NetworkApp]]:
-    """The lobby of ``name`` (playing as the claimed player of ``key``, if given)."""
+    """The lobby of ``name`` (playing as the claimed player of ``key``, if given), once
+    the server has welcomed it."""
     connection = Connection(url, name, backoff=QUICK_RETRY,
                             player_key=None if key is None else key.key)
     app = NetworkApp(connection, Plan())
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        # The lobby shows before the server's welcome says who we are (a key pressed
+        # before it speaks for a guest).
+        await wait_until(pilot, lambda: connection.welcome is not None, "the welcome")
         yield pilot, app
 
 
