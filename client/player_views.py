@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from protocol.players import Board, LeaderboardEntry, PoolRecord, RecentRace
+from client.wording import plural
+from protocol.players import Board, LeaderboardEntry, PoolRecord, RatingChanged, RecentRace
 
 #: How each leaderboard is titled, in the order the lobby's key cycles through them.
 BOARD_TITLES = {
@@ -18,6 +19,9 @@ BOARD_TITLES = {
     Board.WINS: "most wins",
     Board.BEST_SCORE: "best scores",
 }
+
+PROVISIONAL_NOTE = "provisional: ? until 10 rated races"
+"""What the ``?`` of a provisional rating means, where a rating is shown on its own."""
 
 WATCH_COMMAND = "foursquare watch {race}"
 """The command that replays a finished race (its id in ``{race}``)."""
@@ -32,6 +36,33 @@ def rating_text(rating: int, provisional: bool) -> str:
     sign = "-" if rating < 0 else ""
     whole, hundredths = divmod(abs(rating), 100)
     return f"{sign}{whole}.{hundredths:02}" + ("?" if provisional else "")
+
+
+def rating_change_text(before: int, after: int) -> str:
+    """How much a rating moved, signed, in :func:`rating_text`'s units.
+
+    >>> rating_change_text(0, 344), rating_change_text(512, 329), rating_change_text(7, 7)
+    ('+3.44', '-1.83', '+0.00')
+    """
+    change = after - before
+    return ("-" if change < 0 else "+") + rating_text(abs(change), False)
+
+
+def rating_line(change: RatingChanged) -> str:
+    """The racer's new rating after a rated race, what the race changed and how many
+    rated races it stands on (and what its ``?`` means, while provisional).
+
+    >>> from engine import Ruleset
+    >>> rating_line(RatingChanged(race="r1", ruleset=Ruleset(), before=0, rating=344,
+    ...                           provisional=True, games=1))
+    'Your rating: 3.44? (+3.44), after 1 rated race · provisional: ? until 10 rated races'
+    """
+    line = (
+        f"Your rating: {rating_text(change.rating, change.provisional)} "
+        f"({rating_change_text(change.before, change.rating)}), "
+        f"after {plural(change.games, 'rated race')}"
+    )
+    return line + (f" · {PROVISIONAL_NOTE}" if change.provisional else "")
 
 
 def player_name(name: str, bot: bool) -> str:

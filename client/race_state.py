@@ -35,6 +35,7 @@ from protocol import (
     ServerMessage,
 )
 from protocol.daily import DailyClientMessage, DailyRace, DailyResult
+from protocol.players import RatingChanged
 from protocol.result import RacerOutcome, RacerResult, Verification, rank_racers, verify_result
 
 _DISPLAY_STATUS = {
@@ -202,6 +203,9 @@ class RaceTracker:
     finished: RaceFinished | None = None
     par: RacePar | None = None
     """The deal's par, when the server has sent it (after the result)."""
+    rating: RatingChanged | None = None
+    """Our new rating, when the race was rated and we race as a claimed player: the
+    server sends it after the result, once the race is in our record."""
     last_flips: list[Position] = field(default_factory=list)
     fog_line: int | None = None
     """How many cards of each board the fog lets a spectator see (``None``: all of them)."""
@@ -259,7 +263,7 @@ class RaceTracker:
             return {}
         return {racer.racer: racer.name for racer in self.snapshot.racers}
 
-    def apply(self, message: ServerMessage) -> None:
+    def apply(self, message: ServerMessage | RatingChanged) -> None:
         """Take in one message from the server (messages of other races are ignored)."""
         if isinstance(message, RaceSnapshot):
             self._apply_snapshot(message)
@@ -282,6 +286,8 @@ class RaceTracker:
             self.sealed = message
         elif isinstance(message, RacePar):
             self.par = message
+        elif isinstance(message, RatingChanged):
+            self.rating = message
 
     def _restore_own_board(self) -> None:
         """On a resume, our own board rebuilds a mirror that has seen none of our moves."""
@@ -305,6 +311,7 @@ class RaceTracker:
         if snapshot.race != self.race:
             self.commitment, self.progress, self.boards = snapshot.commitment, {}, {}
             self.mirror, self.finished, self.you, self.par = None, None, None, None
+            self.rating = None
             self.sealed = None
         if snapshot.you is not None:
             self.you = snapshot.you

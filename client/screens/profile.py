@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 from textual_plotext import PlotextPlot
 
 from client.player_views import (
+    PROVISIONAL_NOTE,
     WATCH_COMMAND,
     player_name,
     pool_row,
@@ -90,7 +91,7 @@ class ProfileScreen(ModalScreen[None]):
             best = profile.pools[0]
             title += f" · rating {rating_text(best.rating, best.provisional)}"
             if best.provisional:
-                title += " (provisional: ? until 10 rated races)"
+                title += f" ({PROVISIONAL_NOTE})"
         else:
             title += " · not rated yet"
         self.query_one("#profile-title", Static).update(title)

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
+from client.player_views import rating_line
 from client.race_state import RaceTracker
 from client.screens.base import ClientScreen
 from client.screens.replay import replay_of
@@ -134,9 +135,11 @@ class ResultsScreen(ClientScreen):
         """Whether the standings table has its columns (messages can arrive before)."""
 
     def compose(self) -> ComposeResult:
-        """Standings table, then the seed check, then the player's moves."""
+        """Standings table, our new rating, the par, then the seed check, then the
+        player's moves."""
         yield Static(f"Race {self.tracker.code} · results", id="title")
         yield DataTable(id="standings", cursor_type="none")
+        yield Static("", id="rating")
         yield Static("", id="par")
         yield Static("", id="verified")
         yield Static("", id="my-moves")
@@ -162,7 +165,8 @@ class ResultsScreen(ClientScreen):
             )
 
     def refresh_from_tracker(self) -> None:
-        """Redraw the standings and the par (which arrives after the result)."""
+        """Redraw the standings, our new rating and the par (both arrive after the
+        result)."""
         finished = self.tracker.finished
         if finished is None or not self._columns or not self.is_attached:
             return
@@ -175,6 +179,10 @@ class ResultsScreen(ClientScreen):
         }
         for row in standings_rows(finished, self.tracker.you, reasons, self.tracker.par):
             table.add_row(*row)
+        rating = self.tracker.rating
+        self.query_one("#rating", Static).update(
+            Text("" if rating is None else rating_line(rating))
+        )
         self.query_one("#par", Static).update(Text(par_line(self.tracker)))
 
     @property
@@ -183,12 +191,17 @@ class ResultsScreen(ClientScreen):
         return str(self.query_one("#par", Static).render())
 
     @property
+    def rating_shown(self) -> str:
+        """Our new rating's line as shown (empty while none has come)."""
+        return str(self.query_one("#rating", Static).render())
+
+    @property
     def verified_text(self) -> str:
         """The verification line as shown."""
         return str(self.query_one("#verified", Static).render())
 
     def on_screen_resume(self) -> None:
-        """Back from the replay: show what came meanwhile (the par)."""
+        """Back from the replay: show what came meanwhile (the rating, the par)."""
         self.refresh_from_tracker()
 
     def action_replay(self) -> None:

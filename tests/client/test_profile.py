@@ -1,7 +1,8 @@
 """The lobby's leaderboards and the profile screen, in the real terminal client against
 the real server: boards by rating, wins and best score, bots marked and filtered out,
 your own profile and another player's, the rating chart, the races and how to watch
-them again; and ``foursquare profile NAME``'s screen."""
+them again; ``foursquare profile NAME``'s screen; and the new rating on a rated race's
+results."""
 
 from __future__ import annotations
 
@@ -13,27 +14,35 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
-from client.connection import Connection
+from client.connection import Connection, LinkState
 from client.network_app import NetworkApp, Plan
+from client.player_views import rating_line
 from client.screens.lobby import LobbyScreen
+from client.screens.network_race import NetworkRaceScreen
 from client.screens.profile import ProfileScreen
-from protocol import Role
-from protocol.players import PlayerKey
-from tests.client.test_live import QUICK_RETRY, showing, wait_until
+from client.screens.replay import ReplayScreen
+from client.screens.results import ResultsScreen
+from protocol import QuickRace, RaceSnapshot, Resign, Role
+from protocol.players import GetProfile, PlayerKey, Profile, RatingChanged
+from tests.client.test_live import QUICK_RETRY, answer, showing, wait_until
 from tests.conftest import LiveServer
-from tests.players.rated import rated_race
+from tests.players.rated import claim, rated_race
 
 
 @contextlib.asynccontextmanager
 async def lobby_of(
     url: str, name: str, key: PlayerKey | None = None
 ) -> AsyncIterator[tuple[Pilot[int], NetworkApp]]:
-    """The lobby of ``name`` (playing as the claimed player of ``key``, if given)."""
+    """The lobby of ``name`` (playing as the claimed player of ``key``, if given), once
+    the server has welcomed it."""
     connection = Connection(url, name, backoff=QUICK_RETRY,
                             player_key=None if key is None else key.key)
     app = NetworkApp(connection, Plan())
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: showing(app, LobbyScreen), "the lobby")
+        # The lobby shows before the server's welcome says who we are (a key pressed
+        # before it speaks for a guest).
+        await wait_until(pilot, lambda: connection.welcome is not None, "the welcome")
         yield pilot, app
 
 
@@ -130,3 +139,55 @@ async def test_foursquare_profile_shows_a_player_by_name(live_server: LiveServer
             pilot, lambda: "no claimed player" in text_of(app, "#profile-message").lower(),
             "the refusal",
         )
+
+
+def rating_on_results(app: NetworkApp) -> str:
+    screen = app.screen
+    return screen.rating_shown if isinstance(screen, ResultsScreen) and screen.is_mounted else ""
+
+
+async def test_a_rated_race_s_results_show_your_new_rating_and_keep_it(
+    live_server: LiveServer,
+) -> None:
+    server = live_server.server
+    assert server is not None
+    # Ann's first rated race gives her a rating, so that her second one starts from it.
+    _, ann_key, _, first = await rated_race(live_server.url)
+    connection = Connection(live_server.url, "Ann", backoff=QUICK_RETRY, player_key=ann_key.key)
+    app = NetworkApp(connection, Plan.quick())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.tracker.race is not None, "a quick race")
+        cy, _ = await claim(live_server.url, "Cy", bot=True)
+        await cy.send(QuickRace(id=cy.next_id()))
+        race = (await cy.expect(RaceSnapshot)).race
+        assert race == app.tracker.race
+        await wait_until(pilot, lambda: showing(app, NetworkRaceScreen), "the start")
+        await answer(pilot, app, "ctrl+x", "y")  # Ann resigns; then Cy: the race ends
+        await cy.send(Resign(race=race, id=cy.next_id()))
+        await cy.expect(RatingChanged, race=race)
+        await wait_until(pilot, lambda: showing(app, ResultsScreen), "the results")
+        # The rating comes after the result, to the results already shown.
+        await wait_until(pilot, lambda: rating_on_results(app) != "", "Ann's new rating")
+        # What the server keeps of Ann now: the line shows its numbers.
+        await cy.send(GetProfile(player=ann_key.player, id=cy.next_id()))
+        (pool,) = (await cy.expect(Profile)).pools
+        await cy.close()
+        assert pool.games == 2 and pool.history[-1] == pool.rating
+        expected = RatingChanged(race=race, ruleset=pool.ruleset, before=first.rating,
+                                 rating=pool.rating, provisional=pool.provisional,
+                                 games=pool.games)
+        assert app.tracker.rating == expected
+        shown = rating_on_results(app)
+        assert shown == rating_line(expected)
+        assert shown.endswith("after 2 rated races · provisional: ? until 10 rated races")
+        # Back from the replay, then from a dropped connection: the line stays.
+        await pilot.press("r")
+        await wait_until(pilot, lambda: showing(app, ReplayScreen), "the replay")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: rating_on_results(app) == shown, "the results again")
+        for link in list(server.socket_tier.connections):
+            link.transport.abort()
+        await wait_until(pilot, lambda: app.connection.reconnects == 1, "a reconnection")
+        await wait_until(pilot, lambda: app.connection.state is LinkState.ONLINE, "the resume")
+        await pilot.pause(0.2)  # let what the server sends on the resume be taken in
+        assert rating_on_results(app) == shown
