@@ -11,7 +11,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from client.wording import plural
-from protocol.players import Board, LeaderboardEntry, PoolRecord, RatingChanged, RecentRace
+from protocol.players import (
+    PROVISIONAL_GAMES,
+    Board,
+    LeaderboardEntry,
+    PoolRecord,
+    RatingChanged,
+    RecentRace,
+)
 
 #: How each leaderboard is titled, in the order the lobby's key cycles through them.
 BOARD_TITLES = {
@@ -20,7 +27,7 @@ BOARD_TITLES = {
     Board.BEST_SCORE: "best scores",
 }
 
-PROVISIONAL_NOTE = "provisional: ? until 10 rated races"
+PROVISIONAL_NOTE = f"provisional: ? until {PROVISIONAL_GAMES} rated races"
 """What the ``?`` of a provisional rating means, where a rating is shown on its own."""
 
 WATCH_COMMAND = "foursquare watch {race}"

@@ -71,6 +71,10 @@ PAGE_LIMIT = 100
 CURSOR = Str(1, 128, r"[A-Za-z0-9_.:+-]+")
 #: The most points of a rating's history, and of recent races, a profile holds.
 PROFILE_HISTORY = 100
+
+#: Rated races a player has played in a pool before its rating stops being provisional
+#: (``provisional`` in ``rating``, leaderboards and profiles).
+PROVISIONAL_GAMES = 10
 PROFILE_RACES = 20
 
 

@@ -21,6 +21,7 @@ from protocol.players import (
     COUNT,
     PROFILE_HISTORY,
     PROFILE_RACES,
+    PROVISIONAL_GAMES,
     ClaimName,
     GetLeaderboard,
     GetProfile,
@@ -50,7 +51,7 @@ from server.player_store import (
     profile,
     profile_named,
 )
-from server.ratings import PROVISIONAL_GAMES, pool_of, ruleset_of, shown
+from server.ratings import pool_of, ruleset_of, shown
 from server.sessions import Session
 from server.store import StoreError
 

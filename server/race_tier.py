@@ -23,7 +23,7 @@ from typing import Any
 import protocol
 from protocol import ErrorCode, RacePar, Role, encode
 from protocol.daily import DailyRace
-from protocol.players import RatingChanged, encode_players
+from protocol.players import PROVISIONAL_GAMES, RatingChanged, encode_players
 from protocol.result import RaceResult
 from protocol.schema import show
 from server import lobby as lobbies
@@ -77,7 +77,7 @@ from server.outbox import Outbox
 from server.outgoing import card_message, race_options
 from server.pars import ParQueue
 from server.player_store import RatingChange, record_race
-from server.ratings import PROVISIONAL_GAMES, pool_of, shown
+from server.ratings import pool_of, shown
 from server.replays import FinishedRace, finished_race
 from server.store import Store, StoreError
 from server.tournament_host import TournamentDesk

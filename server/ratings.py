@@ -27,9 +27,6 @@ from openskill.models import PlackettLuce
 from engine import Ruleset
 from protocol.result import RacerOutcome, RacerResult, standing_key
 
-#: Rated races a player has played in a pool before its rating stops being provisional.
-PROVISIONAL_GAMES = 10
-
 _MODEL = PlackettLuce()
 
 
