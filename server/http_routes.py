@@ -45,8 +45,8 @@ STATIC_PREFIX = "/static/"
 
 #: The page's own addresses, each answered with ``index.html``: the lobby, practice alone,
 #: a race, a race watched, a tournament watched, a tournament entered, a tournament's host
-#: console, the leaderboards, a player's profile, the daily deal. A code is what the protocol allows for a
-#: race id or a tournament code, a player's id what it allows for one.
+#: console, the leaderboards, a player's profile, the daily deal. A code is what the
+#: protocol allows for a race id or a tournament code, a player's id what it allows for one.
 APP_PATH = re.compile(
     r"/(?:solo|daily|leaderboard|(?:race|watch|t|host)/[A-Za-z0-9_-]{1,32}|t/[A-Za-z0-9_-]{1,32}/play"
     r"|player/[A-Za-z0-9_.:-]{1,64})?"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Page, expect
 
-from protocol.daily import Daily, DailyRace
 from protocol import RaceSnapshot
+from protocol.daily import Daily, DailyRace
 from server.config import ServerConfig
 from tests.conftest import LiveServer, fast_config, start_live_server
 from tests.players.test_daily import NOON, Clock, ask_daily, race_to_the_end
@@ -75,8 +75,14 @@ async def test_the_daily_deal_is_raced_sealed_refused_again_then_revealed_and_ve
     yesterday = page.locator("#yesterday")
     await expect(yesterday.locator(".seed")).to_be_visible()
     await expect(yesterday).to_contain_text("Ann")
-    await expect(page.locator("#daily-verify .verify")).to_contain_text("✓ verified", timeout=60_000)
+    verdict = page.locator("#daily-verify .verify")
+    await expect(verdict).to_contain_text("✓ verified", timeout=60_000)
     revealed = await ask_daily(ann, today.day)
     assert isinstance(revealed, Daily) and revealed.seed is not None
     await expect(yesterday.locator(".seed")).to_contain_text(revealed.seed)
+    # The par is searched for after the reveal; the page asks again until it has come.
+    await expect(page.locator("#daily-par")).to_contain_text("Par: ", timeout=60_000)
+    await expect(page.locator("#daily-par")).not_to_contain_text("being worked out", timeout=60_000)
+    await expect(verdict).to_contain_text("✓ verified")
+    await screenshot(page, "daily-revealed")
     await ann.close()

@@ -23,6 +23,9 @@ const seenCommitment = (day) => `foursquare.daily.${day}`;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** How often a revealed day without its par yet is asked for again. */
+const PAR_POLL_MS = 5000;
+
 /** The UTC day before `day` ("YYYY-MM-DD"). */
 const dayBefore = (day) => new Date(Date.parse(`${day}T00:00:00Z`) - DAY_MS).toISOString().slice(0, 10);
 
@@ -45,7 +48,7 @@ class DailyPage {
       body: h("div", { id: "screen" }),
     };
     this.today = null; // today's `daily`
-    this.yesterday = null; // yesterday's `daily`, or the sentence saying why there is none
+    this.yesterday = h("p", { class: "note" }, "Asking…"); // yesterday's board, drawn and checked once
     this.sealed = null; // our room's `daily_result`
     this.view = null; // the RaceView of our room while it races
     this.you = null; // our racer id in our room
@@ -109,7 +112,9 @@ class DailyPage {
       if (!board.revealed) localStorage.setItem(seenCommitment(board.day), board.commitment);
       if (newDay) this.send({ type: "get_daily", day: dayBefore(board.day) });
     } else {
-      this.yesterday = board;
+      this.yesterday = yesterdayBoard(board);
+      // The par is searched for after the reveal: ask again until it has come.
+      if (board.revealed && !board.par) setTimeout(() => this.send({ type: "get_daily", day: board.day }), PAR_POLL_MS);
     }
     if (!this.view) this.render();
   }
@@ -120,7 +125,7 @@ class DailyPage {
       askName(this.parts.body, error.message, () => location.reload());
       this.connection.close();
     } else if (error.in_reply_to === "get_daily" && error.code === "day_not_found" && this.today) {
-      this.yesterday = "There was no daily deal yesterday.";
+      this.yesterday = h("p", { class: "note" }, "There was no daily deal yesterday.");
       if (!this.view) this.render();
     } else if (this.view) {
       this.view.refused(error);
@@ -172,20 +177,23 @@ class DailyPage {
           this.problem ? h("p", { class: "error", id: "daily-refusal", role: "alert" }, this.problem) : null)),
       h("div", { class: "side" },
         h("section", { class: "panel", id: "yesterday" }, h("h2", {}, "Yesterday's board"),
-          yesterdayBoard(this.yesterday)))));
+          this.yesterday))));
   }
 
 }
 
-/** A day's lines: place, name, outcome, cards played, time. */
+/**
+ * A day's page as the standings of a finished race (what `verifyFinished` checks and
+ * `standingsTable` draws; `Daily.to_result()` makes the same record): each line's racer id
+ * is its player's id, which is how the board orders ties. No seed before the reveal.
+ */
+const asRecord = (board) => ({ seed: board.seed, commitment: board.commitment, ruleset: board.ruleset,
+  standings: board.entries.map((line) => ({ ...line, racer: line.player ?? line.name })) });
+
+/** A day's lines (claimed players' only: a guest's is not ranked). */
 function boardTable(board) {
   if (!board.entries.length) return h("p", { class: "note" }, "No claimed player's result yet.");
-  return h("table", { class: "standings daily-board" },
-    h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "player"), h("th", {}, "result"),
-      h("th", {}, "played"), h("th", {}, "time"))),
-    h("tbody", {}, board.entries.map((line) => h("tr", {},
-      h("td", {}, line.place ?? "—"), h("td", {}, line.name, line.bot ? " [bot]" : ""),
-      h("td", {}, standingWords(line)), h("td", {}, line.cards_played), h("td", {}, seconds(line.finish_ms))))));
+  return standingsTable(asRecord(board));
 }
 
 const lineWords = (line) => `${standingWords(line)}, ${line.cards_played} played, ${seconds(line.finish_ms)}`;
@@ -203,15 +211,10 @@ function sealedResult(result, you) {
 
 /** Yesterday's board: sealed still, or revealed and checked here. */
 function yesterdayBoard(board) {
-  if (!board) return h("p", { class: "note" }, "Asking…");
-  if (typeof board === "string") return h("p", { class: "note" }, board);
   if (!board.revealed) {
     return [h("p", { class: "note" }, "Revealed at ", h("strong", {}, revealTime(board.reveal_at)), "."), boardTable(board)];
   }
-  // The page as the record `verifyFinished` checks (as `Daily.to_result()` makes it): each
-  // line's racer id is its player's id, which is how the board orders ties.
-  const record = { seed: board.seed, commitment: board.commitment, ruleset: board.ruleset,
-    standings: board.entries.map((line) => ({ ...line, racer: line.player ?? line.name })) };
+  const record = asRecord(board);
   return [
     h("p", { class: "par", id: "daily-par" }, parWords(board.par)),
     seedLines(record),
