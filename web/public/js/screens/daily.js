@@ -14,7 +14,7 @@ import { Connection, TokenStore } from "../wire.js";
 import { askName, linkStatus, savedName } from "./common.js";
 
 /** The line the page shows for `daily_done` (the server's own sentence is shorter). */
-export const DAILY_DONE = "You have raced today's deal already: one try a day. "
+const DAILY_DONE = "You have raced today's deal already: one try a day. "
   + "Its board is below, and tomorrow brings another deal.";
 
 /** Where the page keeps a day's commitment as it saw it before the reveal, so that the
@@ -40,6 +40,7 @@ export function dailyPage(root) {
 
 class DailyPage {
   constructor(root, name) {
+    this.root = root;
     this.parts = {
       title: h("h1", {}, "The daily deal"),
       phase: h("p", { class: "phase", id: "phase" }),
@@ -122,7 +123,7 @@ class DailyPage {
   refused(error) {
     if (error.code === "invalid_token") return; // the connection starts a new session itself
     if (error.code === "name_taken" || (error.in_reply_to === "hello" && error.code === "bad_message")) {
-      askName(this.parts.body, error.message, () => location.reload());
+      askName(this.root, error.message, () => location.reload());
       this.connection.close();
     } else if (error.in_reply_to === "get_daily" && error.code === "day_not_found" && this.today) {
       this.yesterday = h("p", { class: "note" }, "There was no daily deal yesterday.");
