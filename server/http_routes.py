@@ -9,7 +9,7 @@ after the answer (the websockets library speaks no keep-alive):
 - ``GET /metrics``: the Prometheus exposition, unless metrics have a port of their own
   (then 404 here);
 - ``GET /``, ``/solo``, ``/race/CODE``, ``/watch/CODE``, ``/t/CODE``, ``/t/CODE/play``,
-  ``/host/CODE``, ``/leaderboard``, ``/player/ID``: the web client's page
+  ``/host/CODE``, ``/leaderboard``, ``/player/ID``, ``/daily``: the web client's page
   (``index.html``), which reads its address to choose a screen;
 - ``GET /static/PATH``: a file of the web client, by its path under the web root.
 
@@ -45,10 +45,10 @@ STATIC_PREFIX = "/static/"
 
 #: The page's own addresses, each answered with ``index.html``: the lobby, practice alone,
 #: a race, a race watched, a tournament watched, a tournament entered, a tournament's host
-#: console, the leaderboards, a player's profile. A code is what the protocol allows for a
-#: race id or a tournament code, a player's id what it allows for one.
+#: console, the leaderboards, a player's profile, the daily deal. A code is what the
+#: protocol allows for a race id or a tournament code, a player's id what it allows for one.
 APP_PATH = re.compile(
-    r"/(?:solo|leaderboard|(?:race|watch|t|host)/[A-Za-z0-9_-]{1,32}|t/[A-Za-z0-9_-]{1,32}/play"
+    r"/(?:solo|daily|leaderboard|(?:race|watch|t|host)/[A-Za-z0-9_-]{1,32}|t/[A-Za-z0-9_-]{1,32}/play"
     r"|player/[A-Za-z0-9_.:-]{1,64})?"
 )
 

@@ -10,6 +10,7 @@
 //                     fragment, which the browser never sends to the server)
 //   /leaderboard      the leaderboards: rating, most wins, best scores
 //   /player/ID        a claimed player's profile
+//   /daily            the daily deal: today's board (sealed), racing it, yesterday's revealed
 
 import { h, fill } from "./dom.js";
 
@@ -21,6 +22,7 @@ const SCREENS = [
   [/^\/race\/([A-Za-z0-9_-]+)$/, async (root, code) => (await import("./screens/play.js")).play(root, { join: code })],
   [/^\/leaderboard$/, async (root) => (await import("./screens/players.js")).leaderboardPage(root)],
   [/^\/player\/([A-Za-z0-9_.:-]+)$/, async (root, player) => (await import("./screens/players.js")).profilePage(root, player)],
+  [/^\/daily$/, async (root) => (await import("./screens/daily.js")).dailyPage(root)],
   [/^\/solo$/, async (root) => (await import("./screens/solo.js")).solo(root)],
   [/^\/$/, async (root) => (await import("./screens/home.js")).home(root)],
 ];

@@ -17,7 +17,7 @@ export function verification(finished, published, onDone = () => {}) {
     box.classList.add(result.ok ? "ok" : "failed");
     box.replaceChildren(...(result.ok
       ? [h("strong", {}, "✓ verified"), ` in this page: the seed matches the commitment `
-        + `published before the start, and ${plural(finished.standings.length, "racer")}' moves `
+        + `published before the start, and ${plural(finished.standings.length, "racer")}${finished.standings.length === 1 ? "'s" : "'"} moves `
         + "replay on a fresh deal to the standings shown."]
       : [h("strong", {}, "✗ does not add up"), h("ul", {}, result.problems.map((p) => h("li", {}, p)))]));
     onDone(result);

@@ -88,6 +88,10 @@ export function home(root) {
       h("section", { class: "panel" }, h("h2", {}, "Practice"),
         h("p", { class: "note" }, "A game alone, in this page, with no server: undo and new deals allowed."),
         h("a", { href: "/solo", id: "solo" }, "Practice alone")),
+      h("section", { class: "panel" }, h("h2", {}, "The daily deal"),
+        h("p", { class: "note" }, "One deal a day for everyone, one try each; its seed and every line "
+          + "are revealed the next day, and checked in the page."),
+        h("a", { href: "/daily", id: "daily" }, "Today's deal")),
       h("section", { class: "panel" }, h("h2", {}, "Players"),
         h("p", { class: "note" }, "Ratings, most wins and best scores of the players who claimed their names."),
         h("a", { href: "/leaderboard", id: "leaderboards" }, "Leaderboards")))));
