@@ -25,6 +25,7 @@ waits for that.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import concurrent.futures
 import os
@@ -245,7 +246,7 @@ READ_LEASE = f"SELECT {_LEASE_COLUMNS} FROM leases WHERE resource_id = ?"
 LeaseRow = tuple[str, str, int, float | None]
 
 
-class StoreBase:
+class StoreBase(abc.ABC):
     """What both stores share: the callbacks run when a transaction commits, waiting for
     one, and the leases held (the store's fences) with the operations on them."""
 
@@ -257,9 +258,9 @@ class StoreBase:
         writer thread reads one consistent mapping without a lock."""
         self._held_lock = threading.Lock()
 
+    @abc.abstractmethod
     def submit(self, *records: Record) -> concurrent.futures.Future[None]:
         """See :meth:`Store.submit`."""
-        raise NotImplementedError
 
     def when_committed(
         self, done: concurrent.futures.Future[None], callback: Callable[[], None]
@@ -318,9 +319,9 @@ class StoreBase:
         with self._held_lock:
             self._held = {r: lease for r, lease in self._held.items() if r not in resources}
 
+    @abc.abstractmethod
     async def _run_lease(self, sql: str, parameters: tuple[object, ...]) -> LeaseRow | None:
         """Run one of the lease statements (``?`` and ``{now}`` as written); its row."""
-        raise NotImplementedError
 
     async def acquire_lease(self, resource_id: str, owner: str, ttl: float | None) -> Lease:
         """See :meth:`Store.acquire_lease`."""
