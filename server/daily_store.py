@@ -30,89 +30,51 @@ from dataclasses import dataclass
 
 from engine import Position, Ruleset, commitment
 from protocol.result import RaceResult, RacerOutcome, RacerResult, standing_key
-from server.player_store import Row, Statement
+from server.player_store import POSTGRES_TYPES, SQLITE_TYPES, Row, Statement
 
-SQLITE_SCHEMA = """
+#: The daily deal's tables, their types as placeholders (:data:`server.player_store.SQLITE_TYPES`).
+TABLES = """
 CREATE TABLE IF NOT EXISTS daily_deals (
-    day TEXT PRIMARY KEY,
-    seed TEXT NOT NULL,
-    commitment TEXT NOT NULL,
-    ruleset TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    par_searched INTEGER NOT NULL DEFAULT 0,
-    par_score INTEGER,
-    par_proven INTEGER,
-    par_cards_used INTEGER,
-    par_at_most INTEGER
+    day {text} PRIMARY KEY,
+    seed {text} NOT NULL,
+    commitment {text} NOT NULL,
+    ruleset {text} NOT NULL,
+    created_at {real} NOT NULL,
+    par_searched {int} NOT NULL DEFAULT 0,
+    par_score {int},
+    par_proven {int},
+    par_cards_used {int},
+    par_at_most {int}
 );
 CREATE TABLE IF NOT EXISTS daily_attempts (
-    day TEXT NOT NULL,
-    entrant TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    player_id TEXT,
-    name TEXT NOT NULL,
-    bot INTEGER NOT NULL,
-    taken_at REAL NOT NULL,
-    race_id TEXT,
-    outcome TEXT,
-    score INTEGER,
-    cards_played INTEGER,
-    face_up INTEGER,
-    face_down INTEGER,
-    finish_ms INTEGER,
-    moves TEXT,
-    rank_group INTEGER,
-    rank_a INTEGER,
-    rank_b INTEGER,
-    rank_c INTEGER,
-    rank_finish INTEGER,
+    day {text} NOT NULL,
+    entrant {text} NOT NULL,
+    session_id {text} NOT NULL,
+    player_id {text},
+    name {text} NOT NULL,
+    bot {int} NOT NULL,
+    taken_at {real} NOT NULL,
+    race_id {text},
+    outcome {text},
+    score {int},
+    cards_played {int},
+    face_up {int},
+    face_down {int},
+    finish_ms {bigint},
+    moves {text},
+    rank_group {int},
+    rank_a {int},
+    rank_b {int},
+    rank_c {int},
+    rank_finish {bigint},
     PRIMARY KEY (day, entrant)
 );
 CREATE INDEX IF NOT EXISTS daily_board
     ON daily_attempts (day, rank_group, rank_a, rank_b, rank_c, rank_finish, entrant);
 CREATE INDEX IF NOT EXISTS daily_attempts_by_session ON daily_attempts (day, session_id);
 """
-
-POSTGRES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS daily_deals (
-    day text PRIMARY KEY,
-    seed text NOT NULL,
-    commitment text NOT NULL,
-    ruleset text NOT NULL,
-    created_at double precision NOT NULL,
-    par_searched integer NOT NULL DEFAULT 0,
-    par_score integer,
-    par_proven integer,
-    par_cards_used integer,
-    par_at_most integer
-);
-CREATE TABLE IF NOT EXISTS daily_attempts (
-    day text NOT NULL,
-    entrant text NOT NULL,
-    session_id text NOT NULL,
-    player_id text,
-    name text NOT NULL,
-    bot integer NOT NULL,
-    taken_at double precision NOT NULL,
-    race_id text,
-    outcome text,
-    score integer,
-    cards_played integer,
-    face_up integer,
-    face_down integer,
-    finish_ms bigint,
-    moves text,
-    rank_group integer,
-    rank_a integer,
-    rank_b integer,
-    rank_c integer,
-    rank_finish bigint,
-    PRIMARY KEY (day, entrant)
-);
-CREATE INDEX IF NOT EXISTS daily_board
-    ON daily_attempts (day, rank_group, rank_a, rank_b, rank_c, rank_finish, entrant);
-CREATE INDEX IF NOT EXISTS daily_attempts_by_session ON daily_attempts (day, session_id);
-"""
+SQLITE_SCHEMA = TABLES.format_map(SQLITE_TYPES)
+POSTGRES_SCHEMA = TABLES.format_map(POSTGRES_TYPES)
 
 #: ``rank_finish`` of a racer with no finish time (timed out): after every time.
 _NO_FINISH = 2**53

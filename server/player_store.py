@@ -35,90 +35,51 @@ Job = Generator[Statement, list[Row], Any]
 JobFactory = Callable[[], Job]
 """What a store is given to run: it makes the job (again, to try once more)."""
 
-#: The tables in SQLite (the journal's file); :data:`POSTGRES_SCHEMA` is the same in
-#: PostgreSQL's types.
-SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS claimed_players (
-    player_id TEXT PRIMARY KEY,
-    key_hash BLOB NOT NULL UNIQUE,
-    name TEXT NOT NULL,
-    bot INTEGER NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS claimed_names (
-    look TEXT PRIMARY KEY,
-    player_id TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ratings (
-    player_id TEXT NOT NULL,
-    pool TEXT NOT NULL,
-    name TEXT NOT NULL,
-    bot INTEGER NOT NULL,
-    mu REAL NOT NULL,
-    sigma REAL NOT NULL,
-    ordinal REAL NOT NULL,
-    games INTEGER NOT NULL,
-    wins INTEGER NOT NULL,
-    won_games INTEGER NOT NULL,
-    stock_left INTEGER NOT NULL,
-    best_score INTEGER,
-    updated_at REAL NOT NULL,
-    PRIMARY KEY (player_id, pool)
-);
-CREATE INDEX IF NOT EXISTS ratings_by_rating ON ratings (pool, ordinal DESC, player_id);
-CREATE INDEX IF NOT EXISTS ratings_by_rating_humans
-    ON ratings (pool, bot, ordinal DESC, player_id);
-CREATE INDEX IF NOT EXISTS ratings_by_wins ON ratings (pool, wins DESC, player_id);
-CREATE INDEX IF NOT EXISTS ratings_by_wins_humans ON ratings (pool, bot, wins DESC, player_id);
-CREATE INDEX IF NOT EXISTS ratings_by_score ON ratings (pool, best_score DESC, player_id);
-CREATE INDEX IF NOT EXISTS ratings_by_score_humans
-    ON ratings (pool, bot, best_score DESC, player_id);
-CREATE TABLE IF NOT EXISTS player_races (
-    player_id TEXT NOT NULL,
-    race_id TEXT NOT NULL,
-    at REAL NOT NULL,
-    pool TEXT NOT NULL,
-    place INTEGER NOT NULL,
-    racers INTEGER NOT NULL,
-    outcome TEXT NOT NULL,
-    score INTEGER,
-    rated INTEGER NOT NULL,
-    ordinal REAL,
-    PRIMARY KEY (player_id, race_id)
-);
-CREATE INDEX IF NOT EXISTS player_races_recent ON player_races (player_id, at DESC);
-CREATE TABLE IF NOT EXISTS races_recorded (
-    race_id TEXT PRIMARY KEY,
-    at REAL NOT NULL
-);
-"""
+#: The column types of a table's text, by store: each schema below is written once, with
+#: ``{text}``, ``{bytes}``, ``{real}``, ``{int}`` and ``{bigint}`` in place of its types,
+#: and filled in for SQLite (the journal's file) and for PostgreSQL.
+SQLITE_TYPES = {
+    "text": "TEXT",
+    "bytes": "BLOB",
+    "real": "REAL",
+    "int": "INTEGER",
+    "bigint": "INTEGER",
+}
+POSTGRES_TYPES = {
+    "text": "text",
+    "bytes": "bytea",
+    "real": "double precision",
+    "int": "integer",
+    "bigint": "bigint",
+}
 
-POSTGRES_SCHEMA = """
+#: The players' tables, their types as placeholders (:data:`SQLITE_TYPES`).
+TABLES = """
 CREATE TABLE IF NOT EXISTS claimed_players (
-    player_id text PRIMARY KEY,
-    key_hash bytea NOT NULL UNIQUE,
-    name text NOT NULL,
-    bot integer NOT NULL,
-    created_at double precision NOT NULL
+    player_id {text} PRIMARY KEY,
+    key_hash {bytes} NOT NULL UNIQUE,
+    name {text} NOT NULL,
+    bot {int} NOT NULL,
+    created_at {real} NOT NULL
 );
 CREATE TABLE IF NOT EXISTS claimed_names (
-    look text PRIMARY KEY,
-    player_id text NOT NULL
+    look {text} PRIMARY KEY,
+    player_id {text} NOT NULL
 );
 CREATE TABLE IF NOT EXISTS ratings (
-    player_id text NOT NULL,
-    pool text NOT NULL,
-    name text NOT NULL,
-    bot integer NOT NULL,
-    mu double precision NOT NULL,
-    sigma double precision NOT NULL,
-    ordinal double precision NOT NULL,
-    games integer NOT NULL,
-    wins integer NOT NULL,
-    won_games integer NOT NULL,
-    stock_left integer NOT NULL,
-    best_score integer,
-    updated_at double precision NOT NULL,
+    player_id {text} NOT NULL,
+    pool {text} NOT NULL,
+    name {text} NOT NULL,
+    bot {int} NOT NULL,
+    mu {real} NOT NULL,
+    sigma {real} NOT NULL,
+    ordinal {real} NOT NULL,
+    games {int} NOT NULL,
+    wins {int} NOT NULL,
+    won_games {int} NOT NULL,
+    stock_left {int} NOT NULL,
+    best_score {int},
+    updated_at {real} NOT NULL,
     PRIMARY KEY (player_id, pool)
 );
 CREATE INDEX IF NOT EXISTS ratings_by_rating ON ratings (pool, ordinal DESC, player_id);
@@ -130,24 +91,26 @@ CREATE INDEX IF NOT EXISTS ratings_by_score ON ratings (pool, best_score DESC, p
 CREATE INDEX IF NOT EXISTS ratings_by_score_humans
     ON ratings (pool, bot, best_score DESC, player_id);
 CREATE TABLE IF NOT EXISTS player_races (
-    player_id text NOT NULL,
-    race_id text NOT NULL,
-    at double precision NOT NULL,
-    pool text NOT NULL,
-    place integer NOT NULL,
-    racers integer NOT NULL,
-    outcome text NOT NULL,
-    score integer,
-    rated integer NOT NULL,
-    ordinal double precision,
+    player_id {text} NOT NULL,
+    race_id {text} NOT NULL,
+    at {real} NOT NULL,
+    pool {text} NOT NULL,
+    place {int} NOT NULL,
+    racers {int} NOT NULL,
+    outcome {text} NOT NULL,
+    score {int},
+    rated {int} NOT NULL,
+    ordinal {real},
     PRIMARY KEY (player_id, race_id)
 );
 CREATE INDEX IF NOT EXISTS player_races_recent ON player_races (player_id, at DESC);
 CREATE TABLE IF NOT EXISTS races_recorded (
-    race_id text PRIMARY KEY,
-    at double precision NOT NULL
+    race_id {text} PRIMARY KEY,
+    at {real} NOT NULL
 );
 """
+SQLITE_SCHEMA = TABLES.format_map(SQLITE_TYPES)
+POSTGRES_SCHEMA = TABLES.format_map(POSTGRES_TYPES)
 
 
 # ------------------------------------------------------------------ identity
