@@ -115,6 +115,9 @@ if TYPE_CHECKING:
 #: Tournament codes are shorter than race ids: people read them out in a room.
 TOURNAMENT_CODE_LENGTH = 6
 
+#: Finished tournaments read back from the store kept at once (each for ``finished_linger``).
+READ_BACK_KEPT = 4
+
 #: Tournament messages a client may send, handled by :meth:`TournamentDesk.dispatch`.
 TOURNAMENT_REQUESTS = tuple(TOURNAMENT_CLIENT_MESSAGES.values())
 
@@ -248,6 +251,10 @@ class TournamentDesk:
         self._tasks: list[asyncio.Task[None]] = []
         self._seeds: dict[str, TournamentSeeds] = {}
         """Winnable tournaments' seed sources, by join code."""
+        self._read_back: dict[str, tuple[Tournament, float]] = {}
+        """Finished tournaments read from the store, each with when it was read, oldest
+        first: at most :data:`READ_BACK_KEPT`, for ``finished_linger``, so that the pages
+        of one export are read from the store once."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -569,13 +576,10 @@ class TournamentDesk:
             self.dispatch(caller, message)
             return
         try:
-            stored = await self._read_stored(code)
-            if not stored:
-                raise _not_found(message.tournament)
+            tournament = await self._finished_in_store(code, message.tournament)
         except _Refused as refusal:
             self._refuse(caller, message, refusal)
             return
-        tournament = restore(stored[0])
         session_id, now = caller.session_id, self._now()
         answer: TournamentState | TournamentExport
         if isinstance(message, ExportTournament):
@@ -588,6 +592,25 @@ class TournamentDesk:
             you = session_id if session_id in tournament.entrants else None
             answer = tournament_state(tournament, now, you, message.id)
         self._bus.publish([Deliver(ToSession(session_id), encode_tournament(answer))])
+
+    async def _finished_in_store(self, code: str, asked: str) -> Tournament:
+        """Tournament ``code`` as stored (``asked``: the code as the request spelt it); a
+        finished one is read again only when not read lately: it changes no more."""
+        now, kept = self._now(), self._read_back
+        since = now - self._config.finished_linger
+        for stale in [c for c, (_, read_at) in kept.items() if read_at <= since]:
+            del kept[stale]
+        if code in kept:
+            return kept[code][0]
+        stored = await self._read_stored(code)
+        if not stored:
+            raise _not_found(asked)
+        tournament = restore(stored[0])
+        if tournament.status is TournamentStatus.FINISHED:  # another node's may still run
+            kept[code] = (tournament, now)
+            while len(kept) > READ_BACK_KEPT:
+                del kept[next(iter(kept))]
+        return tournament
 
     def _open(
         self, session_id: str, settings: TournamentSettings, code: str, reply_to: int | None
