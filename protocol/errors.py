@@ -146,8 +146,8 @@ _SENTENCES: dict[ErrorCode, str] = {
     ),
     ErrorCode.DAY_NOT_FOUND: "No daily deal was dealt on that day (or the day is to come).",
     ErrorCode.BAD_CURSOR: (
-        "The page asked for starts past the end of what there is (an export's after is "
-        "larger than the number of finished games): ask again from the first page."
+        "The page asked for starts past the end (export_tournament.after is larger than "
+        "the number of finished games): ask again from the first page."
     ),
 }
 
