@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgpack
@@ -23,6 +24,7 @@ from protocol.tournament import (
 )
 from server.journal import Journal
 from server.tournament import (
+    Command,
     Join,
     Open,
     RaceOrdered,
@@ -67,27 +69,40 @@ class Stored:
     export: TournamentExport
 
 
+def race_all(run: Callable[[Command, float], Sequence[object]], settings: TournamentSettings,
+             entrants: int) -> None:
+    """Through ``run`` (a tournament's ``apply``, or a store's as well): open, enter
+    ``entrants`` bots, and race every round, each race given the games of one race really
+    played on the same seed (the tournament must deal one seed only)."""
+    run(Open(HOST), 0.0)
+    for n in range(entrants):
+        run(Join(f"e{n:03}", f"e{n:03}", bot=True), 1.0)
+    template: RaceResult | None = None
+    for number in range(settings.rounds):
+        now = 10.0 + 1000.0 * number
+        for order in run(StartNext(HOST), now):
+            if isinstance(order, RaceOrdered):
+                template = template or play_order(order, settings, now)
+                run(RecordResult(relabelled(template, order)), now + 300)
+
+
+def stored_tournament(path: Path, entrants: int, race_size: int, rounds: int) -> Stored:
+    """A finished tournament written to the store at ``path`` as the server does it."""
+    store = TournamentStore(Journal(path))
+    settings = TournamentSettings("stored cup", rounds=rounds, race_size=race_size)
+    hosted = Hosted(store, settings)
+    hosted.tournament.seed_source = lambda: "stored-seed"
+    race_all(hosted.run, settings, entrants)
+    store.journal.close()
+    assert len(hosted.tournament.finished) == entrants // race_size * rounds
+    return Stored(path, hosted.tournament.code, tournament_export(hosted.tournament, 0.0))
+
+
 @pytest.fixture(scope="module")
 def big_store(tmp_path_factory: pytest.TempPathFactory) -> Stored:
-    """A store holding a finished tournament of :data:`GAMES` games. Every round deals the
-    same seed, so one race really played gives every game's moves."""
+    """A store holding a finished tournament of :data:`GAMES` games."""
     path = tmp_path_factory.mktemp("big") / "foursquare.db"
-    store = TournamentStore(Journal(path))
-    settings = TournamentSettings("the big one", rounds=ROUNDS, race_size=RACE_SIZE)
-    hosted = Hosted(store, settings)
-    hosted.tournament.seed_source = lambda: "big-seed"
-    hosted.run(Open(HOST), 0.0)
-    for n in range(ENTRANTS):
-        hosted.run(Join(f"e{n:03}", f"e{n:03}", bot=True), 1.0)
-    template: RaceResult | None = None
-    for number in range(ROUNDS):
-        now = 10.0 + 1000.0 * number
-        for order in hosted.run(StartNext(HOST), now):
-            template = template or play_order(order, settings, now)
-            hosted.run(RecordResult(relabelled(template, order)), now + 300)
-    store.journal.close()
-    assert len(hosted.tournament.finished) == GAMES
-    return Stored(path, hosted.tournament.code, tournament_export(hosted.tournament, 0.0))
+    return stored_tournament(path, ENTRANTS, RACE_SIZE, ROUNDS)
 
 
 class Reader:
@@ -181,21 +196,12 @@ async def test_bad_cursors_are_refused_with_their_codes(big_store: Stored) -> No
 
 
 def small_games(count: int) -> Tournament:
-    """A finished tournament of ``count`` two-racer games (one race played on its one seed)."""
+    """A finished tournament of ``count`` two-racer games (in rounds of ten races)."""
     settings = TournamentSettings("many small", rounds=count // 10, race_size=2)
     tournament = Tournament(
         "SMALL1", "SMALL1", hash_token(HOST), settings, 0.0, lambda: "small-seed"
     )
-    tournament.apply(Open(HOST), 0.0)
-    for n in range(20):
-        tournament.apply(Join(f"e{n:02}", f"e{n:02}", bot=True), 1.0)
-    template: RaceResult | None = None
-    for number in range(settings.rounds):
-        now = 10.0 + 1000.0 * number
-        for event in tournament.apply(StartNext(HOST), now):
-            if isinstance(event, RaceOrdered):
-                template = template or play_order(event, settings, now)
-                tournament.apply(RecordResult(relabelled(template, event)), now + 300)
+    race_all(tournament.apply, settings, 20)
     assert len(tournament.finished) == count
     return tournament
 
