@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgpack
 import pytest
 
 from protocol import Error, ErrorCode, Limits, decode_server
-from protocol.result import RaceResult
 from protocol.tournament import (
     EXPORT_PAGE_BYTES,
     EXPORT_PAGE_GAMES,
@@ -24,7 +22,6 @@ from protocol.tournament import (
 )
 from server.journal import Journal
 from server.tournament import (
-    Command,
     Join,
     Open,
     RaceOrdered,
@@ -40,24 +37,14 @@ from server.tournament_store import TournamentStore
 from tests.conftest import fast_config, start_live_server
 from tests.server.wire_client import WireClient
 from tests.tournament.players import Host
-from tests.tournament.racing import play_order
+from tests.tournament.racing import HOST, play_order, race_all
 from tests.tournament.test_cli import foursquare, foursquare_err
-from tests.tournament.test_store import HOST, Hosted
+from tests.tournament.test_store import Hosted
 
 ENTRANTS = 400
 RACE_SIZE = 16
 ROUNDS = 48
 GAMES = ENTRANTS // RACE_SIZE * ROUNDS
-
-
-def relabelled(template: RaceResult, order: RaceOrdered) -> RaceResult:
-    """``template`` (a race really played on the same seed) as the result of ``order``:
-    its racers' games handed to ``order``'s entrants, so that it replays as it is."""
-    racers = [
-        dataclasses.replace(line, racer_id=entrant, name=entrant)
-        for line, entrant in zip(template.racers, order.entrants, strict=True)
-    ]
-    return RaceResult.build(order.race_id, template.seed, template.ruleset, racers)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,23 +54,6 @@ class Stored:
     path: Path
     code: str
     export: TournamentExport
-
-
-def race_all(run: Callable[[Command, float], Sequence[object]], settings: TournamentSettings,
-             entrants: int) -> None:
-    """Through ``run`` (a tournament's ``apply``, or a store's as well): open, enter
-    ``entrants`` bots, and race every round, each race given the games of one race really
-    played on the same seed (the tournament must deal one seed only)."""
-    run(Open(HOST), 0.0)
-    for n in range(entrants):
-        run(Join(f"e{n:03}", f"e{n:03}", bot=True), 1.0)
-    template: RaceResult | None = None
-    for number in range(settings.rounds):
-        now = 10.0 + 1000.0 * number
-        for order in run(StartNext(HOST), now):
-            if isinstance(order, RaceOrdered):
-                template = template or play_order(order, settings, now)
-                run(RecordResult(relabelled(template, order)), now + 300)
 
 
 def stored_tournament(path: Path, entrants: int, race_size: int, rounds: int) -> Stored:

@@ -11,8 +11,8 @@ from playwright.async_api import Page, expect
 
 from protocol.tournament import EXPORT_PAGE_GAMES
 from tests.conftest import fast_config, start_live_server
+from tests.tournament.racing import HOST
 from tests.tournament.test_export_pages import stored_tournament
-from tests.tournament.test_store import HOST
 
 
 async def test_the_console_joins_the_pages_of_an_export_into_one_record(
