@@ -38,7 +38,7 @@ from tests.conftest import fast_config, start_live_server
 from tests.server.wire_client import WireClient
 from tests.tournament.players import Host
 from tests.tournament.racing import HOST, play_order, race_all
-from tests.tournament.test_cli import foursquare, foursquare_err
+from tests.tournament.test_cli import export_and_verify, foursquare_err
 from tests.tournament.test_store import Hosted
 
 ENTRANTS = 400
@@ -117,13 +117,7 @@ async def test_a_tournament_larger_than_a_frame_is_exported_in_pages_that_verify
         assert msgpack.unpackb(reader.frames[0])["next"] == first.next
         await reader.client.close()
 
-        exported = tmp_path / "big.json"
-        status, _ = await foursquare(
-            "tournament", "export", code, "--server", live.url, "-o", str(exported)
-        )
-        assert status == 0
-        status, out = await foursquare("tournament", "verify", str(exported))
-        assert status == 0, out
+        out = await export_and_verify(live.url, code, tmp_path / "big.json")
         assert f"{GAMES} games, {ENTRANTS} entrants" in out
         assert "verified" in out
 
