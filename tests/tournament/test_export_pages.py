@@ -16,6 +16,7 @@ from protocol import Error, ErrorCode, Limits, decode_server
 from protocol.tournament import (
     EXPORT_PAGE_BYTES,
     EXPORT_PAGE_GAMES,
+    MAX_ENTRANTS,
     ExportTournament,
     TournamentExport,
     encode_tournament,
@@ -45,6 +46,7 @@ ENTRANTS = 400
 RACE_SIZE = 16
 ROUNDS = 48
 GAMES = ENTRANTS // RACE_SIZE * ROUNDS
+PROTOCOL_DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,3 +205,11 @@ def test_games_are_paged_in_the_order_they_finished() -> None:
     after = export_page(tournament, 300.0, len(before.games))
     assert [g.race for g in (*before.games, *after.games)] == [orders[1].race_id, orders[0].race_id]
     assert verify_document(document_from(joined([before, after]))) == []
+
+
+def test_the_page_budget_fits_a_client_frame_and_the_docs_say_it() -> None:
+    limits = Limits()
+    assert limits.max_server_frame // 4 >= EXPORT_PAGE_BYTES
+    assert min(MAX_ENTRANTS, limits.max_array_len) >= EXPORT_PAGE_GAMES
+    said = f"at most {EXPORT_PAGE_GAMES} games (`EXPORT_PAGE_GAMES`) and at most\n1 MiB"
+    assert EXPORT_PAGE_BYTES == 1024 * 1024 and said in PROTOCOL_DOC.read_text()
