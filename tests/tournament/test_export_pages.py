@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import sqlite3
 from pathlib import Path
 
 import msgpack
@@ -37,7 +38,7 @@ from server.tournament_host import export_page, tournament_export
 from server.tournament_store import TournamentStore
 from tests.conftest import fast_config, start_live_server
 from tests.server.wire_client import WireClient
-from tests.tournament.players import Host
+from tests.tournament.players import FakeClock, Host
 from tests.tournament.racing import HOST, play_order, race_all
 from tests.tournament.test_cli import export_and_verify, foursquare_err
 from tests.tournament.test_store import Hosted
@@ -213,3 +214,27 @@ def test_the_page_budget_fits_a_client_frame_and_the_docs_say_it() -> None:
     assert min(MAX_ENTRANTS, limits.max_array_len) >= EXPORT_PAGE_GAMES
     said = f"at most {EXPORT_PAGE_GAMES} games (`EXPORT_PAGE_GAMES`) and at most\n1 MiB"
     assert EXPORT_PAGE_BYTES == 1024 * 1024 and said in PROTOCOL_DOC.read_text()
+
+
+async def test_a_tournament_read_back_from_the_store_is_kept_for_its_linger(
+    tmp_path: Path,
+) -> None:
+    """The pages of one export read the store once: while a finished tournament read back
+    is kept, the store is not asked again (here, its row renamed away meanwhile is not
+    noticed); after ``finished_linger`` it is."""
+    stored = stored_tournament(tmp_path / "foursquare.db", 4, 2, 1)
+    clock = FakeClock()
+    config = dataclasses.replace(fast_config(stored.path), clock=clock, finished_linger=60.0)
+    async with start_live_server(config) as live:
+        reader = Reader(await WireClient.connect(live.url, "reader"))
+        first = await reader.ask(ExportTournament(tournament=stored.code, id=1))
+        assert isinstance(first, TournamentExport) and first.games == stored.export.games
+        with sqlite3.connect(stored.path) as db:
+            db.execute("UPDATE tournaments SET code = 'GONE99' WHERE code = ?", (stored.code,))
+        clock.now += 59.0
+        again = await reader.ask(ExportTournament(tournament=stored.code, id=2))
+        assert isinstance(again, TournamentExport) and again.games == first.games
+        clock.now += 1.0
+        gone = await reader.ask(ExportTournament(tournament=stored.code, id=3))
+        assert isinstance(gone, Error) and gone.code is ErrorCode.TOURNAMENT_NOT_FOUND
+        await reader.client.close()
