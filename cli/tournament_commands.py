@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cli.client_commands import ca_file_argument, server_argument
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     from protocol.tournament import TournamentClientMessage, TournamentExport, TournamentState
 
 Subparsers = Any  # argparse's _SubParsersAction is private
+Request = Callable[["TournamentClientMessage"], Awaitable[object]]
+"""Send one request on a conversation's connection; its answer (:func:`converse`)."""
+Answer = TypeVar("Answer")
 
 TOKEN_VARIABLE = "FOURSQUARE_HOST_TOKEN"
 #: Seconds to wait for the server's answer.
@@ -338,54 +342,81 @@ def ask(server: str, message: TournamentClientMessage, ca_file: str | None = Non
 
     Raises :class:`CommandFailed` with the server's words if it answers with an error.
     """
+    return converse(server, lambda request: request(message), ca_file)
+
+
+def converse(
+    server: str, talk: Callable[[Request], Awaitable[Answer]], ca_file: str | None = None
+) -> Answer:
+    """Say hello to ``server``, then run ``talk``, which sends requests on that one
+    connection and gets the answer to each (each within :data:`ANSWER_TIMEOUT`).
+
+    Raises :class:`CommandFailed` with the server's words if it answers with an error,
+    or if it cannot be reached or sends what this client cannot read.
+    """
     import asyncio
 
     from client.connection import server_addresses, tls_options
 
-    server = server_addresses(server)[0]  # one question: the first node answers it
+    server = server_addresses(server)[0]  # one conversation: the first node answers it
     try:
         tls = tls_options(server, ca_file)
     except ValueError as error:
         raise CommandFailed(str(error)) from None
-    return asyncio.run(_ask(server, message, tls))
+    return asyncio.run(_converse(server, talk, tls))
 
 
-async def _ask(server: str, message: TournamentClientMessage, tls: dict[str, Any]) -> object:
+async def _converse(
+    server: str, talk: Callable[[Request], Awaitable[Answer]], tls: dict[str, Any]
+) -> Answer:
     import asyncio
 
     from websockets.asyncio.client import connect
     from websockets.exceptions import WebSocketException
 
     from client.wording import describe_error, describe_unreachable
-    from protocol import Error, Hello, Welcome, decode_server, encode
+    from protocol import Error, Hello, ProtocolError, Welcome, decode_server, encode
     from protocol.tournament import encode_tournament
 
     try:
-        async with (
-            asyncio.timeout(ANSWER_TIMEOUT),
-            connect(server, compression=None, max_size=None, **tls) as connection,
-        ):
-            await connection.send(encode(Hello(name="host", bot=False, client="foursquare-cli")))
-            welcome = decode_server(await connection.recv())
+        async with connect(server, compression=None, max_size=None, **tls) as connection:
+            async with asyncio.timeout(ANSWER_TIMEOUT):
+                await connection.send(
+                    encode(Hello(name="host", bot=False, client="foursquare-cli"))
+                )
+                welcome = decode_server(await connection.recv())
             if not isinstance(welcome, Welcome):
                 raise CommandFailed(f"the server at {server} did not welcome this client")
-            await connection.send(encode_tournament(message))
-            while True:
-                answer: object = decode_server(await connection.recv())
-                if isinstance(answer, Error):
-                    raise CommandFailed(describe_error(answer))
-                if getattr(answer, "reply_to", None) == message.id:
-                    return answer
+
+            async def request(message: TournamentClientMessage) -> object:
+                async with asyncio.timeout(ANSWER_TIMEOUT):
+                    await connection.send(encode_tournament(message))
+                    while True:
+                        answer: object = decode_server(await connection.recv())
+                        if isinstance(answer, Error):
+                            raise CommandFailed(describe_error(answer))
+                        if getattr(answer, "reply_to", None) == message.id:
+                            return answer
+
+            return await talk(request)
     except (OSError, TimeoutError, WebSocketException) as error:
         raise CommandFailed(describe_unreachable(server, error)) from None
+    except ProtocolError as error:
+        raise CommandFailed(
+            f"the server at {server} sent what this client cannot read: {error}"
+        ) from None
 
 
 def _export_from_server(server: str, code: str, ca_file: str | None) -> TournamentExport:
-    from protocol.tournament import ExportTournament, TournamentExport
+    from server.tournament_export import fetch_export
 
-    answer = ask(server, ExportTournament(tournament=code, id=1), ca_file)
-    assert isinstance(answer, TournamentExport)
-    return answer
+    async def pages(request: Request) -> TournamentExport:
+        try:
+            return await fetch_export(code, request)
+        except ValueError as error:
+            raise CommandFailed(str(error)) from None
+
+    return converse(server, pages, ca_file)
 
 
 def _export_from_db(db: str, code: str) -> TournamentExport:

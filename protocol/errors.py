@@ -83,6 +83,7 @@ class ErrorCode(StrEnum):
     PLAYER_NOT_FOUND = "player_not_found"
     DAILY_DONE = "daily_done"
     DAY_NOT_FOUND = "day_not_found"
+    BAD_CURSOR = "bad_cursor"
 
     @property
     def sentence(self) -> str:
@@ -144,6 +145,10 @@ _SENTENCES: dict[ErrorCode, str] = {
         "once per session); its board is open to you, and tomorrow brings another."
     ),
     ErrorCode.DAY_NOT_FOUND: "No daily deal was dealt on that day (or the day is to come).",
+    ErrorCode.BAD_CURSOR: (
+        "The page asked for starts past the end (export_tournament.after is larger than "
+        "the number of finished games): ask again from the first page."
+    ),
 }
 
 _CLOSES: dict[ErrorCode, CloseCode] = {

@@ -88,6 +88,15 @@ class HostAction(StrEnum):
 
 MAX_ENTRANTS = 1000
 MAX_ROUNDS = 100
+EXPORT_PAGE_GAMES = 500
+"""At most this many games in one page of ``tournament_export`` (the wire allows
+:data:`MAX_ENTRANTS`)."""
+EXPORT_PAGE_BYTES = 1024 * 1024
+"""A page of ``tournament_export`` is at most this many bytes, a quarter of what a client
+accepts in one server frame (:attr:`~protocol.limits.Limits.max_server_frame`), unless one
+game alone does not fit: a page holds at least one game."""
+GAME_COUNT = Int(0, 2**31 - 1)
+"""A position in a tournament's finished games (``after``, ``next``)."""
 TOURNAMENT_CODE = Str(4, 16, r"[A-Z0-9]+")
 SECONDS = Int(1, 7 * 86_400)
 
@@ -247,10 +256,14 @@ class WatchTournament:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExportTournament:
-    """Ask for standings and every finished game (answered by ``tournament_export``)."""
+    """Ask for standings and the finished games, a page at a time (answered by
+    ``tournament_export``)."""
 
     TYPE: ClassVar[str] = "export_tournament"
     tournament: str
+    after: int | None = None
+    """The games to skip, in the order they finished: the ``next`` of the page before
+    (none, or 0: from the first game). Past the number of finished games: ``bad_cursor``."""
     id: int | None = None
 
 
@@ -263,8 +276,9 @@ register(
     entrant=Optional(RACER_ID),
     id=REQUEST_ID,
 )
-for _cls in (JoinTournament, LeaveTournament, WatchTournament, ExportTournament):
+for _cls in (JoinTournament, LeaveTournament, WatchTournament):
     register(_cls, tournament=TOURNAMENT_CODE, id=REQUEST_ID)
+register(ExportTournament, tournament=TOURNAMENT_CODE, after=Optional(GAME_COUNT), id=REQUEST_ID)
 register(SetArenaAvailable, tournament=TOURNAMENT_CODE, available=Bool(), id=REQUEST_ID)
 
 
@@ -311,11 +325,18 @@ class TournamentState:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TournamentExport:
-    """Standings and the result of every finished race, each checkable on its own."""
+    """Standings and the results of finished races, each checkable on its own: one page.
+
+    ``games`` are the finished races from position ``after`` of the request on, in the
+    order they finished (an order that only grows at its end), as many as fit within
+    :data:`EXPORT_PAGE_GAMES` and :data:`EXPORT_PAGE_BYTES`. Every page carries the state
+    at the time it was sent; the last page's state is the one its games add up to."""
 
     TYPE: ClassVar[str] = "tournament_export"
     state: TournamentState
     games: tuple[RaceFinished, ...]
+    next: int | None = None
+    """Absent on the last page; otherwise more games follow: ask again with this ``after``."""
     reply_to: int | None = None
 
 
@@ -342,6 +363,7 @@ register(
     TournamentExport,
     state=Struct(TournamentState),
     games=Array(Struct(RaceFinished), MAX_ENTRANTS),
+    next=Optional(GAME_COUNT),
     reply_to=REQUEST_ID,
 )
 

@@ -539,6 +539,10 @@ class Tournament:
         self._paused_at: float | None = None
         self.entrants: dict[str, Entrant] = {}
         self.races: dict[str, TournamentRace] = {}
+        self.finished: list[RaceResult] = []
+        """The results of the races over, in the order they were recorded. It only grows
+        at its end, so a position in it stays valid: an export is read a page at a time
+        by one."""
         self._arena_races = 0
         self._short_of_seeds = False
         """The last pairing left entrants waiting because the seed source had no seed
@@ -851,6 +855,7 @@ class Tournament:
     def _record(self, result: RaceResult, at: float) -> None:
         race = self.races[result.race_id]
         race.result = result
+        self.finished.append(result)
         for entrant_id in race.entrants:
             entrant = self.entrants[entrant_id]
             entrant.race_id = None

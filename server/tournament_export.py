@@ -14,6 +14,9 @@ recomputing each entrant's points, stock left and time from the games with the
 tournament's scoring rule (:func:`~server.tournament.score_games`) gives the published
 standings, in the published order.
 
+A server sends the export in pages (``tournament_export`` with ``next`` while more
+follow): :func:`fetch_export` asks for each in turn and joins them into one.
+
 The CSV form has one row per standing (``record`` = ``standing``) and one row per racer
 per game (``record`` = ``game``), with the game's seed, commitment, ruleset and moves.
 """
@@ -22,15 +25,16 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from engine import format_moves
 from protocol.result import RaceResult, verify_result
-from protocol.tournament import TournamentExport, TournamentFormat
+from protocol.tournament import ExportTournament, TournamentExport, TournamentFormat
 from server.tournament import score_games
 
 EXPORT_KIND = "foursquare-tournament"
@@ -43,6 +47,39 @@ def round_of(race_id: str) -> int:
     """The round a tournament race belongs to, from its id (``CODE-R2-1``); 0 for arena races."""
     match = _ROUND_OF_RACE.search(race_id)
     return int(match[1]) if match else 0
+
+
+def joined(pages: Sequence[TournamentExport]) -> TournamentExport:
+    """The pages of one export as one message: their games in order, and the last page's
+    state (the one all those games add up to: a page's games are the tournament's
+    finished races in the order they finished, an order that only grows at its end)."""
+    return TournamentExport(
+        state=pages[-1].state, games=tuple(game for page in pages for game in page.games)
+    )
+
+
+async def fetch_export(
+    code: str,
+    request: Callable[[ExportTournament], Awaitable[object]],
+    new_id: Callable[[], int] | None = None,
+) -> TournamentExport:
+    """Every page of tournament ``code``'s export, joined. ``request`` sends one request
+    and returns the answer to it; ``new_id`` gives each request's id (1, 2, ... unless
+    given). ``ValueError`` if an answer is not a page, or a page does not move on."""
+    ids = new_id or itertools.count(1).__next__
+    pages: list[TournamentExport] = []
+    after: int | None = None
+    while True:
+        ask = ExportTournament(tournament=code, after=after, id=ids())
+        page = await request(ask)
+        if not isinstance(page, TournamentExport):
+            raise ValueError(f"the server answered export_tournament with {page!r}")
+        pages.append(page)
+        if page.next is None:
+            return joined(pages)
+        if page.next <= (after or 0):
+            raise ValueError(f"the server's page after {after or 0} points back to {page.next}")
+        after = page.next
 
 
 def document_from(export: TournamentExport) -> dict[str, Any]:

@@ -33,9 +33,13 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine import Ruleset
-from protocol import ErrorCode, RaceFinished, Role, millis
+from protocol import ErrorCode, RaceFinished, Role, encode, millis
+from protocol.result import RaceResult
 from protocol.schema import show
 from protocol.tournament import (
+    EXPORT_PAGE_BYTES,
+    EXPORT_PAGE_GAMES,
+    GAME_COUNT,
     TOURNAMENT_CLIENT_MESSAGES,
     CreateTournament,
     EntrantState,
@@ -110,6 +114,9 @@ if TYPE_CHECKING:
 
 #: Tournament codes are shorter than race ids: people read them out in a room.
 TOURNAMENT_CODE_LENGTH = 6
+
+#: Finished tournaments read back from the store kept at once (each for ``finished_linger``).
+READ_BACK_KEPT = 4
 
 #: Tournament messages a client may send, handled by :meth:`TournamentDesk.dispatch`.
 TOURNAMENT_REQUESTS = tuple(TOURNAMENT_CLIENT_MESSAGES.values())
@@ -244,6 +251,10 @@ class TournamentDesk:
         self._tasks: list[asyncio.Task[None]] = []
         self._seeds: dict[str, TournamentSeeds] = {}
         """Winnable tournaments' seed sources, by join code."""
+        self._read_back: dict[str, tuple[Tournament, float]] = {}
+        """Finished tournaments read from the store, each with when it was read, oldest
+        first: at most :data:`READ_BACK_KEPT`, for ``finished_linger``, so that the pages
+        of one export are read from the store once."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -480,9 +491,9 @@ class TournamentDesk:
                 state = encode_tournament(self.state_message(tournament, you, reply_to))
                 watch = Follow(session_id, tournament_feed(tournament.code), member=False)
                 self._post(tournament, None, [watch, Deliver(ToSession(session_id), state)])
-            case ExportTournament(tournament=code, id=reply_to):
+            case ExportTournament(tournament=code, after=after, id=reply_to):
                 tournament = self._find(code)
-                export = tournament_export(tournament, self._now(), reply_to)
+                export = export_page(tournament, self._now(), after, reply_to)
                 answer = Deliver(ToSession(session_id), encode_tournament(export))
                 self._post(tournament, None, [answer])
 
@@ -565,21 +576,41 @@ class TournamentDesk:
             self.dispatch(caller, message)
             return
         try:
-            stored = await self._read_stored(code)
-            if not stored:
-                raise _not_found(message.tournament)
+            tournament = await self._finished_in_store(code, message.tournament)
         except _Refused as refusal:
             self._refuse(caller, message, refusal)
             return
-        tournament = restore(stored[0])
         session_id, now = caller.session_id, self._now()
         answer: TournamentState | TournamentExport
         if isinstance(message, ExportTournament):
-            answer = tournament_export(tournament, now, message.id)
+            try:
+                answer = export_page(tournament, now, message.after, message.id)
+            except _Refused as refusal:
+                self._refuse(caller, message, refusal)
+                return
         else:
             you = session_id if session_id in tournament.entrants else None
             answer = tournament_state(tournament, now, you, message.id)
         self._bus.publish([Deliver(ToSession(session_id), encode_tournament(answer))])
+
+    async def _finished_in_store(self, code: str, asked: str) -> Tournament:
+        """Tournament ``code`` as stored (``asked``: the code as the request spelt it); a
+        finished one is read again only when not read lately: it changes no more."""
+        now, kept = self._now(), self._read_back
+        since = now - self._config.finished_linger
+        for stale in [c for c, (_, read_at) in kept.items() if read_at <= since]:
+            del kept[stale]
+        if code in kept:
+            return kept[code][0]
+        stored = await self._read_stored(code)
+        if not stored:
+            raise _not_found(asked)
+        tournament = restore(stored[0])
+        if tournament.status is TournamentStatus.FINISHED:  # another node's may still run
+            kept[code] = (tournament, now)
+            while len(kept) > READ_BACK_KEPT:
+                del kept[next(iter(kept))]
+        return tournament
 
     def _open(
         self, session_id: str, settings: TournamentSettings, code: str, reply_to: int | None
@@ -878,20 +909,58 @@ def tournament_state(
 def tournament_export(
     tournament: Tournament, now: float, reply_to: int | None = None
 ) -> TournamentExport:
-    """The ``tournament_export`` message: the state now and every finished race."""
+    """The state now and every finished race in one message, for use in this process
+    (``tournament export --db``, tests): on the wire it may not fit, and
+    :func:`export_page` sends it a page at a time."""
     return TournamentExport(
         state=tournament_state(tournament, now),
-        games=tuple(finished_games(tournament)),
+        games=tuple(finished_game(result) for result in tournament.finished),
         reply_to=reply_to,
     )
 
 
-def finished_games(tournament: Tournament) -> list[RaceFinished]:
-    """Every finished race of ``tournament`` as a ``finished`` record, in order."""
-    return [
-        RaceFinished.from_result(
-            r.result, started_at=r.result.started_at, ended_at=r.result.ended_at
+#: Bytes an array header may take beyond an empty array's (msgpack's array32 over fixarray).
+_ARRAY_HEADER = 4
+
+
+def export_page(
+    tournament: Tournament, now: float, after: int | None = None, reply_to: int | None = None
+) -> TournamentExport:
+    """One page of the export (``tournament_export``): the state now, and the finished
+    races from position ``after`` on in the order they finished, as many as fit within
+    :data:`EXPORT_PAGE_GAMES` and :data:`EXPORT_PAGE_BYTES` (at least one), with the
+    position of the next page unless this one reaches the last game. An ``after`` past
+    the finished races is refused with ``bad_cursor``."""
+    start = after or 0
+    done = tournament.finished
+    if start > len(done):
+        raise _Refused(
+            ErrorCode.BAD_CURSOR,
+            f"export_tournament.after is {start}, but tournament {tournament.code} has "
+            f"{len(done)} finished games: ask again without after for the first page",
         )
-        for r in tournament.races.values()
-        if r.result is not None
-    ]
+    state = tournament_state(tournament, now)
+    # The page without its games, as wide as it may get (the largest next, the widest
+    # array header); each game counted as the message it is alone, a few bytes more.
+    bare = TournamentExport(state=state, games=(), next=GAME_COUNT.high, reply_to=reply_to)
+    room = EXPORT_PAGE_BYTES - len(encode_tournament(bare)) - _ARRAY_HEADER
+    games: list[RaceFinished] = []
+    for result in done[start : start + EXPORT_PAGE_GAMES]:
+        game = finished_game(result)
+        size = len(encode(game))
+        if games and size > room:
+            break
+        games.append(game)
+        room -= size
+    end = start + len(games)
+    return TournamentExport(
+        state=state,
+        games=tuple(games),
+        next=end if end < len(done) else None,
+        reply_to=reply_to,
+    )
+
+
+def finished_game(result: RaceResult) -> RaceFinished:
+    """A finished race of a tournament as its ``finished`` record."""
+    return RaceFinished.from_result(result, started_at=result.started_at, ended_at=result.ended_at)

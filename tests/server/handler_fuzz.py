@@ -927,7 +927,8 @@ class HandlerMachine(RuleBasedStateMachine):
             case "watch_tournament":
                 message = WatchTournament(tournament=tournament(), id=ident)
             case "export_tournament":
-                message = ExportTournament(tournament=tournament(), id=ident)
+                after = data.draw(st.none() | st.integers(0, 3))
+                message = ExportTournament(tournament=tournament(), after=after, id=ident)
             case "claim_name":
                 message = ClaimName(id=ident)
             case "get_leaderboard":

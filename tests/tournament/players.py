@@ -33,6 +33,7 @@ from protocol.tournament import (
     WatchTournament,
     encode_tournament,
 )
+from server.tournament_export import fetch_export
 from tests.server.wire_client import TIMEOUT, WireClient
 
 
@@ -190,11 +191,15 @@ class Host(Player):
         )
 
     async def export(self) -> TournamentExport:
-        """Ask for the tournament's export."""
-        await self.send(ExportTournament(tournament=self.code, id=self.client.next_id()))
+        """Ask for the tournament's export, every page of it, joined."""
+        return await fetch_export(self.code, self.ask, self.client.next_id)
+
+    async def ask(self, request: ExportTournament) -> object:
+        """Send ``request``; the answer to it (an ``error`` too)."""
+        await self.send(request)
         while True:
             message = await self.receive()
-            if isinstance(message, TournamentExport):
+            if getattr(message, "reply_to", None) == request.id:
                 return message
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import zlib
+from collections.abc import Callable, Sequence
 
 from client.bots import GreedyStrategy, RacerView, RandomStrategy, Strategy
 from engine import Card, Position
@@ -12,11 +14,18 @@ from server.race import CardToPlace, Join, Race, Start, Tick
 from server.tournament import (
     Command,
     Event,
+    Open,
     RaceOrdered,
+    RecordResult,
+    StartNext,
     Tournament,
     TournamentSettings,
     hash_token,
 )
+from server.tournament import Join as Enter
+
+HOST = "host-token-0123456789"
+"""The host token of the tournaments :func:`race_all` races."""
 
 
 def play_order(
@@ -58,6 +67,34 @@ def play_order(
         race.apply(Tick(), now + settings.time_limit)
     assert race.result is not None
     return race.result
+
+
+def relabelled(template: RaceResult, order: RaceOrdered) -> RaceResult:
+    """``template`` (a race really played on the same seed) as the result of ``order``:
+    its racers' games handed to ``order``'s entrants, so that it replays as it is."""
+    racers = [
+        dataclasses.replace(line, racer_id=entrant, name=entrant)
+        for line, entrant in zip(template.racers, order.entrants, strict=True)
+    ]
+    return RaceResult.build(order.race_id, template.seed, template.ruleset, racers)
+
+
+def race_all(run: Callable[[Command, float], Sequence[object]], settings: TournamentSettings,
+             entrants: int) -> None:
+    """Through ``run`` (a tournament's ``apply``, or a store's as well): open, enter
+    ``entrants`` bots, and race every round, each race given the games of one race really
+    played on the same seed (the tournament must deal one seed only). Entrants are
+    ``e000``, ``e001``, ...; the host token is :data:`HOST`."""
+    run(Open(HOST), 0.0)
+    for n in range(entrants):
+        run(Enter(f"e{n:03}", f"e{n:03}", bot=True), 1.0)
+    template: RaceResult | None = None
+    for number in range(settings.rounds):
+        now = 10.0 + 1000.0 * number
+        for order in run(StartNext(HOST), now):
+            if isinstance(order, RaceOrdered):
+                template = template or play_order(order, settings, now)
+                run(RecordResult(relabelled(template, order)), now + 300)
 
 
 def won(racer_id: str, score: int, time: float) -> RacerResult:

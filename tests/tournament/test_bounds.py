@@ -24,7 +24,7 @@ from server.tournament_host import TournamentDesk
 from tests.conftest import LiveServer, fast_config, start_live_server
 from tests.server.test_event_loop import until
 from tests.tournament.players import BotPlayer, FakeClock, Host, Player, wait_all
-from tests.tournament.test_cli import foursquare
+from tests.tournament.test_cli import export_and_verify
 
 HOUR = 3600.0
 
@@ -153,13 +153,7 @@ async def test_a_finished_tournament_leaves_memory_after_its_linger_and_is_read_
         assert from_store.games == in_memory.games and len(from_store.games) == 1
         assert from_store.state.standings == in_memory.state.standings
         assert verify_document(document_from(from_store)) == []
-        exported = tmp_path / "cup.json"
-        status, _ = await foursquare(
-            "tournament", "export", code, "--server", live.url, "-o", str(exported)
-        )
-        assert status == 0
-        status, out = await foursquare("tournament", "verify", str(exported))
-        assert status == 0, out
+        await export_and_verify(live.url, code, tmp_path / "cup.json")
         await bots[0].send(JoinTournament(tournament=code, id=5))
         assert (await bots[0].error()).code is ErrorCode.TOURNAMENT_NOT_FOUND
         for player in (*bots, host):

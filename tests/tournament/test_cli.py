@@ -31,6 +31,16 @@ async def foursquare(*argv: str) -> tuple[int, str]:
     return await asyncio.to_thread(run)
 
 
+async def export_and_verify(url: str, code: str, exported: Path) -> str:
+    """Export tournament ``code`` from the server at ``url`` to ``exported`` and verify the
+    file with the command line, both succeeding; what ``verify`` printed."""
+    status, _ = await foursquare("tournament", "export", code, "--server", url, "-o", str(exported))
+    assert status == 0
+    status, out = await foursquare("tournament", "verify", str(exported))
+    assert status == 0, out
+    return out
+
+
 async def create_tournament(url: str, rounds: int) -> tuple[str, str]:
     """Create a tournament of races of two with the command line: its code and token."""
     status, out = await foursquare(

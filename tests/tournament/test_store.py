@@ -33,9 +33,7 @@ from server.tournament_store import (
     finished_but_unrecorded,
     load_tournaments,
 )
-from tests.tournament.racing import lost, play_order, result_of, won
-
-HOST = "host-token-0123456789"
+from tests.tournament.racing import HOST, lost, play_order, result_of, won
 
 
 class Hosted:

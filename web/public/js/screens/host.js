@@ -145,7 +145,7 @@ class Console {
 
   /** The export as a JSON file, and every game in it checked here. */
   async export() {
-    const answer = await this.connection.request({ type: "export_tournament", tournament: this.code });
+    const answer = await this.exportPages();
     if (answer.type !== "tournament_export") {
       fill(this.parts.exported, h("p", { class: "error" }, answer.message ?? "The export failed."));
       return;
@@ -162,5 +162,25 @@ class Console {
     verdict.classList.add(failed ? "failed" : "ok");
     verdict.textContent = failed ? `✗ ${plural(failed, "game")} of ${answer.games.length} do not add up`
       : `✓ all ${plural(answer.games.length, "game")} verified in this page`;
+  }
+
+  /**
+   * Every page of the export (each `tournament_export` names the next with `next`), as one
+   * `tournament_export`: the games of all pages in order, with the last page's state (the
+   * one they add up to). The first answer that is not a page is returned instead.
+   */
+  async exportPages() {
+    const games = [];
+    let after = null;
+    for (;;) {
+      const ask = { type: "export_tournament", tournament: this.code };
+      if (after !== null) ask.after = after;
+      const page = await this.connection.request(ask);
+      if (page.type !== "tournament_export") return page;
+      games.push(...page.games);
+      if (page.next === undefined || page.next === null) return { type: page.type, state: page.state, games };
+      if (page.next <= (after ?? 0)) return { type: "error", message: "The server's pages do not move on." };
+      after = page.next;
+    }
   }
 }
