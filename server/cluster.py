@@ -531,7 +531,17 @@ class ClusterNode:
         tier = self.tier
         handed = False
         try:
-            handed = tier is not None and await tier.hand_over(race_id)
+            try:
+                async with asyncio.timeout(self._ttl):
+                    handed = tier is not None and await tier.hand_over(race_id)
+            except TimeoutError:
+                # Its last writes did not answer in time: it is dropped and its lease let
+                # go, as after a failed write, for its stored state to be taken up.
+                lease = self._leases.get(race_id)
+                await self._lose([race_id], "its hand-over did not finish in time")
+                if lease is not None:
+                    await self._release(lease)
+                return
             lease = self._leases.get(race_id)
             if handed and lease is not None and self.tier is tier:
                 await self._release(lease)
