@@ -118,14 +118,15 @@ class Cluster:
 @contextlib.contextmanager
 def running_cluster(
     tmp_path: Path, db: str, redis_url: str, prefix: str, count: int = 3,
-    lease_ttl: float = LEASE_TTL,
+    lease_ttl: float = LEASE_TTL, extra: Sequence[str] = (),
 ) -> Iterator[Cluster]:
-    """``count`` nodes (``n1``...), started in order, stopped (or killed) at the end."""
+    """``count`` nodes (``n1``...), started in order, stopped (or killed) at the end;
+    ``extra``: more options of ``foursquare serve`` for each."""
     with contextlib.ExitStack() as stack:
         nodes = {
             f"n{index}": stack.enter_context(run_server_process(
                 tmp_path / f"n{index}.db", "--cluster", redis_url, "--cluster-prefix", prefix,
-                "--node-id", f"n{index}", "--lease-ttl", str(lease_ttl), db=db,
+                "--node-id", f"n{index}", "--lease-ttl", str(lease_ttl), *extra, db=db,
             ))
             for index in range(1, count + 1)
         }

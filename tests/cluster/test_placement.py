@@ -27,6 +27,10 @@ from tests.cluster.harness import (
     running_cluster,
 )
 
+#: Options of the nodes for a quick race that counts down long enough for all its racers
+#: to join (the tests' servers count down 0.2 s), or for a node to be stopped meanwhile.
+SLOW_COUNTDOWN = ("--quick-countdown", "3")
+
 #: A lease long enough that a node stopped while a race counts down still looks alive
 #: to the leader when the race starts (the stopped node is then the one chosen).
 SLOW_LEASE_TTL = 8.0
@@ -59,7 +63,9 @@ def idle_choice(cluster: Cluster, leader: str) -> str:
 async def test_started_quick_races_go_to_the_least_loaded_nodes_and_are_played_there(
     tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
 ) -> None:
-    with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
+    with running_cluster(
+        tmp_path, postgres_url, redis_url, cluster_prefix, extra=SLOW_COUNTDOWN
+    ) as cluster:
         leader = await cluster.wait_for_leader()
         # One racer on each node, in one quick race formed by the leader's lobby.
         first = racers_on(cluster, list(cluster.nodes), "a", pace=0.4)
@@ -92,7 +98,8 @@ async def test_a_race_placed_on_a_stopped_node_is_taken_up_by_another_and_never_
     tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
 ) -> None:
     with running_cluster(
-        tmp_path, postgres_url, redis_url, cluster_prefix, lease_ttl=SLOW_LEASE_TTL
+        tmp_path, postgres_url, redis_url, cluster_prefix, lease_ttl=SLOW_LEASE_TTL,
+        extra=SLOW_COUNTDOWN,
     ) as cluster:
         leader = await cluster.wait_for_leader()
         chosen = idle_choice(cluster, leader)
