@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +101,10 @@ class Cluster:
     def logged(self, name: str, event: str) -> list[dict[str, object]]:
         """Node ``name``'s log lines of ``event``."""
         return [line for line in self.log(name) if line.get("event") == event]
+
+    def recovered(self, names: Iterable[str]) -> list[object]:
+        """The races nodes ``names`` rebuilt from the store (taken up or over), in turn."""
+        return [line["race"] for name in names for line in self.logged(name, "race_recovered")]
 
     async def wait_for_leader(self, other_than: str | None = None) -> str:
         """The node that leads, once one does (and has said so), other than ``other_than``."""
