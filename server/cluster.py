@@ -14,8 +14,8 @@ carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
   never waits for the store); a tournament's code is leased before it is made, and its
   races are written under its lease. The bus carries each command to the holder of its
   race's or tournament's lease (:mod:`server.redis_bus`).
-- **Placing races.** The leader hands each public race its lobby opened (quick races
-  among them) to the node with the fewest unfinished races (the lobby's choice, from the
+- **Placing races.** The leader hands each race its lobby opened that fills from every
+  node (quick races, public races, daily rooms) to the node with the fewest unfinished races (the lobby's choice, from the
   load map the leader reads from the ``leases`` table every turn: :meth:`PostgresStore.
   node_loads`), as soon as the race starts: it holds the race's commands, stops the race
   with everything journaled committed, lets its lease go, and tells the chosen node

@@ -10,8 +10,9 @@ commands in (:meth:`Lobby.apply`), events out, no I/O and no clock. It decides
 - **listing**: the open public races, at most :data:`LISTED_RACES`, oldest first;
 - **seating**: the race each session races in (one at a time: its latest), and when a
   lobby everyone left is closed;
-- **placement** (a cluster's lobby only): the node that runs a public race it opened
-  (a quick race among them) once the race has started and takes nobody more: the node
+- **placement** (a cluster's lobby only): the node that runs a race it matched racers
+  into (a quick race, a daily room) or listed (a public race) once the race has started
+  and takes nobody more: the node
   with the fewest races in the load map it was last given (:class:`NodesLoaded`,
   :func:`least_loaded`); a lobby given no load map (one process) places nothing.
 
@@ -234,7 +235,8 @@ class Lobby:
         self._seated: dict[str, set[str]] = {}
         """The sessions seated in each race (to free them when it is forgotten)."""
         self._placeable: set[str] = set()
-        """The public races this lobby opened, not started yet (placed once started)."""
+        """The races this lobby opened that fill from every node (quick and public races,
+        daily rooms), not started yet: placed once started."""
         self._here = ""
         self._loads: dict[str, int] = {}
         """Races each node runs, as last given, plus those placed since."""
@@ -306,12 +308,12 @@ class Lobby:
     def _open_for(self, session_id: str, options: RaceOptions) -> list[Event]:
         race_id = self._new_id(self._races)
         self._races[race_id] = Listing(race_id, options, Phase.LOBBY, 0, open=True)
-        if options.public:
+        if options.public or options.daily is not None:
             self._placeable.add(race_id)
         return [RaceToOpen(race_id, options), JoinRace(session_id, race_id)]
 
     def _place(self, race_id: str) -> list[Event]:
-        """A public race this lobby opened has started: the node with the fewest races
+        """A race this lobby fills from every node has started: the node with the fewest races
         runs it (counted as one more there until the next load map). Placed here, it
         stays; placed elsewhere, the lobby forgets it."""
         self._placeable.discard(race_id)

@@ -7,6 +7,7 @@ from collections.abc import Container
 
 from server.lobby import (
     CreateRace,
+    DailyRace,
     JoinRace,
     JoinRefused,
     Listing,
@@ -163,7 +164,15 @@ def test_started_quick_races_go_to_the_least_loaded_nodes_in_turn() -> None:
     assert lobby.seat_of("a2") == "R2"
 
 
-def test_only_public_races_the_lobby_opened_are_placed_and_only_once_started() -> None:
+def test_a_daily_room_is_placed_once_started_as_a_quick_race_is() -> None:
+    lobby = counting_ids()
+    lobby.apply(NodesLoaded("n1", {"n1": 0, "n2": 0}))
+    day = RaceOptions(max_racers=4, min_racers=1, public=False, daily="2026-12-01")
+    assert lobby.apply(DailyRace("ann", day)) == [RaceToOpen("R1", day), JoinRace("ann", "R1")]
+    assert start(lobby, "R1", ["ann"], options=day) == [RaceToPlace("R1", "n2")]
+
+
+def test_private_and_tournament_races_stay_and_a_race_is_placed_once_started() -> None:
     lobby = counting_ids()
     lobby.apply(NodesLoaded("n1", {"n1": 5, "n2": 0}))
     private = RaceOptions(max_racers=4, min_racers=2, public=False)
