@@ -15,15 +15,15 @@ carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
   races are written under its lease. The bus carries each command to the holder of its
   race's or tournament's lease (:mod:`server.redis_bus`).
 - **Placing races.** The leader hands each race its lobby opened that fills from every
-  node (quick races, public races, daily rooms) to the node with the fewest unfinished races (the lobby's choice, from the
-  load map the leader reads from the ``leases`` table every turn: :meth:`PostgresStore.
-  node_loads`), as soon as the race starts: it holds the race's commands, stops the race
-  with everything journaled committed, lets its lease go, and tells the chosen node
-  (:class:`~server.bus.TakeRace`), which takes the lease and rebuilds the race from the
-  store as in a takeover; the held commands follow the lease. A chosen node that is gone
-  or slow takes nothing: the race's lease has lapsed, so whichever node takes lapsed
-  races over first (every ``lease_ttl / 3``, the leader too) runs it; the lease admits
-  one owner whoever it is.
+  node (quick races, public races, daily rooms), as soon as it starts, to the node with
+  the fewest unfinished races (the lobby's choice, from the load map the leader reads
+  from the ``leases`` table every turn, :meth:`~PostgresStore.node_loads`): it holds the
+  race's commands, stops the race with everything journaled committed, lets its lease
+  go, and tells the chosen node (:class:`~server.bus.TakeRace`), which takes the lease
+  and rebuilds the race from the store as in a takeover; the held commands follow the
+  lease. A chosen node that is gone or slow takes nothing: the race's lease has lapsed,
+  so whichever node takes lapsed races over first (every ``lease_ttl / 3``, the leader
+  too) runs it; the lease admits one owner whoever it is.
 - **Renewal.** Every ``lease_ttl / 3`` a node renews all its leases in one statement. It
   handles a command only while its leases are surely still its own by its own clock
   (``lease_ttl`` from the moment it asked for the last renewal, less a tenth); past that
