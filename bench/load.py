@@ -87,6 +87,7 @@ from protocol import (
     Hello,
     JoinRace,
     Place,
+    QuickRace,
     RaceOptions,
     Role,
     Spectate,
@@ -164,12 +165,22 @@ class Settings:
     rated (``rated: true``), so each finish rates its players (ratings on)."""
     lease_ttl: float | None = None
     """For ``cluster``: the nodes' ``--lease-ttl`` (``None``: the server's default)."""
+    quick: bool = False
+    """Against a server: racers ask for quick races (``quick_race``), which the server's
+    lobby forms (up to its 8 racers, counting down :data:`QUICK_COUNTDOWN`; in a cluster,
+    on the leader, which places each started race on a node), rather than private races
+    of ``race_size`` made and joined by code."""
     kill_owner_after: float = 0.0
     """For ``cluster`` (two nodes or more): seconds after the go when node 0 is SIGKILLed
     (0: never). Node 0 leads and runs every race whose creator is connected to it; every
     client then resumes on the next node when its connection drops (see
     :class:`ResumingClient`), and the run reports how long each racer of node 0's races
     took from the kill to its next acknowledged move (:meth:`Generator.failover`)."""
+
+
+#: Seconds a quick race counts down in a ``--quick`` run (long enough for a burst of
+#: racers to fill it, short beside a race).
+QUICK_COUNTDOWN = 1.0
 
 
 # ============================================================ the generator process
@@ -502,7 +513,11 @@ class Generator:
             while not self.stop.is_set():
                 race = group.race(round_number)
                 request = round_number + 1
-                if seat == 0:
+                if self.settings.quick:
+                    # The lobby chooses the race: each racer learns its id from its answer.
+                    race = asyncio.get_running_loop().create_future()
+                    await ws.send(encode(QuickRace(id=request)))
+                elif seat == 0:
                     group.current = round_number
                     options = RaceOptions(
                         max_racers=self.settings.race_size,
@@ -517,7 +532,7 @@ class Generator:
                 else:
                     _, code = await race
                     await ws.send(encode(JoinRace(race=code, id=request)))
-                await self.play_race(ws, race, request, rng, seat == 0,
+                await self.play_race(ws, race, request, rng, seat == 0 or self.settings.quick,
                                      self.samples_progress(group, seat))
                 round_number += 1
 
@@ -575,8 +590,9 @@ class Generator:
                     self.racing[ws] = race_id
                     if creator and not race.done():
                         race.set_result((race_id, message.get("code") or race_id))
-                        self.race_node[race_id] = self.node_of[ws]
-                        self.stats.races += 1
+                        if race_id not in self.race_node:  # (a quick race's racers all say)
+                            self.stats.races += 1
+                        self.race_node.setdefault(race_id, self.node_of[ws])
                 continue
             if message.get("race", race_id) != race_id:
                 continue
@@ -1166,6 +1182,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
             if cluster is not None and settings.lease_ttl is not None:
                 cluster += f" --lease-ttl {settings.lease_ttl:g}"
             command = target_command(target, node_port, db, settings.loop, cluster)
+            if settings.quick and target != "echo":
+                command += ["--quick-countdown", f"{QUICK_COUNTDOWN:g}"]
             processes.append(start(0, command, settings, stdout=log, stderr=subprocess.STDOUT))
             wait_for_port(node_port, processes[-1], 30)
             if cluster is not None and index == 0:
@@ -1644,6 +1662,10 @@ def main(argv: list[str] | None = None) -> int:
                         "(the leader, owner of the races its clients made) SECONDS after the "
                         "go; clients resume on the next node, and the run reports each of its "
                         "racers' time from the kill to its next acknowledged move")
+    parser.add_argument("--quick", action="store_true",
+                        help="racers play quick races, formed by the server's lobby (up to 8 "
+                        "a race; in a cluster on the leader, which places each started race "
+                        "on a node), not private races of --race-size; no spectators")
     parser.add_argument("--rated", action="store_true",
                         help="ratings on: racers claim their names and race rated races "
                         "(against a server target)")
@@ -1685,8 +1707,10 @@ def main(argv: list[str] | None = None) -> int:
         warmup=min(args.warmup, args.duration / 2), db_dir=args.db_dir,
         loop=args.loop, priority=args.priority, scrape=args.scrape, postgres=args.postgres,
         nodes=args.nodes, redis=args.redis, rated=args.rated,
-        kill_owner_after=args.kill_owner_after, lease_ttl=args.lease_ttl,
+        kill_owner_after=args.kill_owner_after, lease_ttl=args.lease_ttl, quick=args.quick,
     )
+    if settings.quick and (settings.spectators or settings.kill_owner_after):
+        parser.error("--quick takes no spectators (--spectators 0) and no --kill-owner-after")
     if settings.kill_owner_after and (args.targets != "cluster" or settings.nodes < 2):
         parser.error("--kill-owner-after needs --targets cluster and --nodes 2 or more")
     if args.goals:

@@ -149,8 +149,17 @@ class CheckExpiry:
     session_ids: tuple[str, ...]
 
 
-Command = Request | Attach | Detach | CheckExpiry
-"""What the socket tier sends the race tier."""
+@dataclass(frozen=True, slots=True)
+class TakeRace:
+    """Node to node in a cluster: the lobby's node has handed race ``race_id`` over (its
+    lease let go, all of it in the store): take its lease and run it
+    (:mod:`server.cluster`)."""
+
+    race_id: str
+
+
+Command = Request | Attach | Detach | CheckExpiry | TakeRace
+"""What the socket tier sends the race tier (and a node of a cluster another)."""
 
 
 def answered_with_done(message: ClientRequest) -> bool:

@@ -42,6 +42,7 @@ CLASSES: tuple[type[Any], ...] = (
     bus.Unfollow,
     bus.Done,
     bus.ExpiryChecked,
+    bus.TakeRace,
 )
 
 _TAGS: dict[type[Any], int] = {cls: tag for tag, cls in enumerate(CLASSES)}

@@ -14,6 +14,16 @@ carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
   never waits for the store); a tournament's code is leased before it is made, and its
   races are written under its lease. The bus carries each command to the holder of its
   race's or tournament's lease (:mod:`server.redis_bus`).
+- **Placing races.** The leader hands each race its lobby opened that fills from every
+  node (quick races, public races, daily rooms), as soon as it starts, to the node with
+  the fewest unfinished races (the lobby's choice, from the load map the leader reads
+  from the ``leases`` table every turn, :meth:`~PostgresStore.node_loads`): it holds the
+  race's commands, stops the race with everything journaled committed, lets its lease
+  go, and tells the chosen node (:class:`~server.bus.TakeRace`), which takes the lease
+  and rebuilds the race from the store as in a takeover; the held commands follow the
+  lease. A chosen node that is gone or slow takes nothing: the race's lease has lapsed,
+  so whichever node takes lapsed races over first (every ``lease_ttl / 3``, the leader
+  too) runs it; the lease admits one owner whoever it is.
 - **Renewal.** Every ``lease_ttl / 3`` a node renews all its leases in one statement. It
   handles a command only while its leases are surely still its own by its own clock
   (``lease_ttl`` from the moment it asked for the last renewal, less a tenth); past that
@@ -53,7 +63,7 @@ from enum import Enum
 from typing import Any
 
 from protocol import CreateRace, DailyRace, ErrorCode, QuickRace
-from server.bus import Command, Request
+from server.bus import Command, Request, TakeRace
 from server.config import ServerConfig
 from server.journal_file import JournalRefused
 from server.logs import failure, log_event
@@ -181,6 +191,7 @@ class ClusterNode:
                 lease=self._lease_tournament,
                 gone=self._gone,
                 race_failed=self._race_failed,
+                place=self._place,
             ),
         )
         tier.start()
@@ -208,6 +219,9 @@ class ClusterNode:
         """A command for this node's race tier (from its own socket tier, or from
         another node through the bus)."""
         tier = self.tier
+        if isinstance(command, TakeRace):
+            self._background(self._take_placed(command.race_id))
+            return
         if self.role is NodeRole.SUSPENDED or tier is None:
             self._bus.publish(undelivered(command))  # nothing can be stored now
             return
@@ -281,6 +295,8 @@ class ClusterNode:
             # lease), and takes no new quick race.
             self.role = NodeRole.FOLLOWER
             log_event("leader_stepped_down", logging.WARNING, node=self.node_id, reason=reason)
+            if self.tier is not None:
+                self.tier.nodes_loaded(self.node_id, {})  # places no race any more
         tier = self.tier
         races = [] if tier is None else tier.drop_tournaments(resources)
         for race_id in races:
@@ -391,6 +407,8 @@ class ClusterNode:
         self._reserve_soon()
         if self.role is NodeRole.FOLLOWER:
             await self._try_to_lead()
+        if self.role is NodeRole.LEADER:
+            await self._read_loads()
         await self._take_over_lapsed()
 
     async def _try_to_lead(self) -> None:
@@ -427,6 +445,8 @@ class ClusterNode:
                     continue  # another node was quicker
                 except StoreError:
                     break
+                if resource in self._taking:
+                    continue  # handed over here meanwhile, and being taken (_take_placed)
                 self._leases[resource] = lease
                 self._taking.add(resource)
                 taken[kind].append(resource)
@@ -486,6 +506,68 @@ class ClusterNode:
         self._bus.resync([*taken, *(race_id for race_id, _ in of_tournaments)],
                          list(dict.fromkeys(sessions)))
         self._put_through_held()
+
+    # ------------------------------------------------------------- placing
+
+    async def _read_loads(self) -> None:
+        """Give the lobby the races each live node runs (where it places new ones)."""
+        try:
+            loads = await self._store.node_loads()
+        except (StoreError, JournalRefused):
+            return  # placed by the last map meanwhile
+        if self.role is NodeRole.LEADER and self.tier is not None:
+            self.tier.nodes_loaded(self.node_id, loads)
+
+    def _place(self, race_id: str, node: str) -> None:
+        """The lobby placed a started race on ``node``: from now on its commands wait
+        here until it is handed over, then follow its lease."""
+        if race_id in self._leases and race_id not in self._taking:
+            self._taking.add(race_id)
+            self._background(self._hand_over(race_id, node))
+
+    async def _hand_over(self, race_id: str, node: str) -> None:
+        """Stop race ``race_id`` with all of it stored, let its lease go, and tell
+        ``node`` to take it. Whoever takes the lapsed lease runs it if ``node`` does not."""
+        tier = self.tier
+        handed = False
+        try:
+            try:
+                async with asyncio.timeout(self._ttl):
+                    handed = tier is not None and await tier.hand_over(race_id)
+            except TimeoutError:
+                # Its last writes did not answer in time: it is dropped and its lease let
+                # go, as after a failed write, for its stored state to be taken up.
+                lease = self._leases.get(race_id)
+                await self._lose([race_id], "its hand-over did not finish in time")
+                if lease is not None:
+                    await self._release(lease)
+                return
+            lease = self._leases.get(race_id)
+            if handed and lease is not None and self.tier is tier:
+                await self._release(lease)
+                self._bus.send_to(node, TakeRace(race_id))
+                log_event("race_placed", race=race_id, node=node)
+        finally:
+            self._taking.discard(race_id)
+            self._bus.forget_owner(race_id)
+            self._put_through_held()
+
+    async def _take_placed(self, race_id: str) -> None:
+        """Take the lease of a race handed over to this node and run it, if nobody has
+        taken it yet."""
+        if self.owns(race_id) or self._suspended() or self.tier is None:
+            return
+        self._taking.add(race_id)  # (the takeover of lapsed races leaves it to this one)
+        try:
+            lease = await self._store.acquire_lease(race_id, self.node_id, self._ttl)
+        except StoreError:  # (LeaseHeld: another node was quicker; or the store is down)
+            self._taking.discard(race_id)
+            self._put_through_held()
+            return
+        if self._suspended():
+            return  # (let go on suspending: it lapses for another node)
+        self._leases[race_id] = lease
+        await self._bring_back([race_id], [])
 
     # ------------------------------------------------------------- failures
 

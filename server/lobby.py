@@ -9,7 +9,12 @@ commands in (:meth:`Lobby.apply`), events out, no I/O and no clock. It decides
   join codes), drawn from an injected source;
 - **listing**: the open public races, at most :data:`LISTED_RACES`, oldest first;
 - **seating**: the race each session races in (one at a time: its latest), and when a
-  lobby everyone left is closed.
+  lobby everyone left is closed;
+- **placement** (a cluster's lobby only): the node that runs a race it matched racers
+  into (a quick race, a daily room) or listed (a public race) once the race has started
+  and takes nobody more: the node
+  with the fewest races in the load map it was last given (:class:`NodesLoaded`,
+  :func:`least_loaded`); a lobby given no load map (one process) places nothing.
 
 The race tier (:mod:`server.race_tier`) carries the events out: it opens the races
 (:class:`RaceToOpen`), seats racers in them (:class:`JoinRace`, answered with
@@ -31,8 +36,8 @@ decision; the lobby only chooses where to ask.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Mapping
+from dataclasses import dataclass, field
 
 from server.codes import new_code
 from server.race import Phase, RaceOptions
@@ -51,6 +56,19 @@ RaceIdSource = Callable[[Container[str]], str]
 def new_race_id(taken: Container[str]) -> str:
     """A random race id that no race has (the lobby's default id source)."""
     return new_code(RACE_CODE_LENGTH, taken)
+
+
+def least_loaded(loads: Mapping[str, int], here: str) -> str:
+    """The node to run a new race: the one with the fewest races in ``loads`` (node id
+    to races it runs); on a tie a node other than ``here`` (the lobby's own, which also
+    runs the lobby), then the first id in order, so that equal nodes take turns.
+
+    >>> least_loaded({"n1": 3, "n2": 1, "n3": 1}, here="n2")
+    'n3'
+    >>> least_loaded({"n1": 0}, here="n1")
+    'n1'
+    """
+    return min(loads, key=lambda node: (loads[node], node == here, node))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +145,24 @@ class RaceUpdated:
 
 @dataclass(frozen=True, slots=True)
 class RaceGone:
-    """The server has forgotten a race (finished and lingered, or closed)."""
+    """The server has forgotten a race (finished and lingered, or closed, or placed on
+    another node)."""
 
     race_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class NodesLoaded:
+    """The nodes of the cluster that may run races, each with how many it runs now
+    (``loads``; empty: place nothing), and which of them runs this lobby (``here``)."""
+
+    here: str
+    loads: Mapping[str, int] = field(default_factory=dict)
+
+
 Command = (
     QuickRace | DailyRace | CreateRace | Seated | JoinRefused | Unseated | RaceUpdated | RaceGone
+    | NodesLoaded
 )
 
 
@@ -174,7 +203,16 @@ class RaceClosed:
     race_id: str
 
 
-Event = RaceToOpen | JoinRace | SeatChanged | RaceClosed
+@dataclass(frozen=True, slots=True)
+class RaceToPlace:
+    """Hand race ``race_id`` (started, and taking nobody more) to node ``node``, which
+    runs it from now on. The lobby has forgotten it, and the seats in it."""
+
+    race_id: str
+    node: str
+
+
+Event = RaceToOpen | JoinRace | SeatChanged | RaceClosed | RaceToPlace
 
 
 class Lobby:
@@ -196,6 +234,12 @@ class Lobby:
         """The race each session races in."""
         self._seated: dict[str, set[str]] = {}
         """The sessions seated in each race (to free them when it is forgotten)."""
+        self._placeable: set[str] = set()
+        """The races this lobby opened that fill from every node (quick and public races,
+        daily rooms), not started yet: placed once started."""
+        self._here = ""
+        self._loads: dict[str, int] = {}
+        """Races each node runs, as last given, plus those placed since."""
 
     # ------------------------------------------------------------- reading
 
@@ -239,13 +283,16 @@ class Lobby:
             case RaceUpdated(listing):
                 had = self._races.get(listing.race_id)
                 self._races[listing.race_id] = listing
+                if listing.race_id in self._placeable and listing.phase is Phase.RUNNING:
+                    return self._place(listing.race_id)
                 if had is not None and had.racers > 0:
                     return self._close_if_empty(listing.race_id)
                 return []
             case RaceGone(race_id):
-                self._races.pop(race_id, None)
-                for session_id in self._seated.pop(race_id, set()):
-                    del self._seats[session_id]
+                self._forget(race_id)
+                return []
+            case NodesLoaded(here, loads):
+                self._here, self._loads = here, dict(loads)
                 return []
         raise TypeError(f"not a lobby command: {command!r}")
 
@@ -261,7 +308,29 @@ class Lobby:
     def _open_for(self, session_id: str, options: RaceOptions) -> list[Event]:
         race_id = self._new_id(self._races)
         self._races[race_id] = Listing(race_id, options, Phase.LOBBY, 0, open=True)
+        if options.public or options.daily is not None:
+            self._placeable.add(race_id)
         return [RaceToOpen(race_id, options), JoinRace(session_id, race_id)]
+
+    def _place(self, race_id: str) -> list[Event]:
+        """A race this lobby fills from every node has started: the node with the fewest races
+        runs it (counted as one more there until the next load map). Placed here, it
+        stays; placed elsewhere, the lobby forgets it."""
+        self._placeable.discard(race_id)
+        if not self._loads:
+            return []
+        node = least_loaded(self._loads, self._here)
+        self._loads[node] += 1
+        if node == self._here:
+            return []
+        self._forget(race_id)
+        return [RaceToPlace(race_id, node)]
+
+    def _forget(self, race_id: str) -> None:
+        self._races.pop(race_id, None)
+        self._placeable.discard(race_id)
+        for session_id in self._seated.pop(race_id, set()):
+            del self._seats[session_id]
 
     def _seat(self, session_id: str, race_id: str) -> list[Event]:
         previous = self._seats.get(session_id)
@@ -285,7 +354,5 @@ class Lobby:
         listing = self._races.get(race_id)
         if listing is None or listing.racers > 0 or listing.phase is not Phase.LOBBY:
             return []
-        del self._races[race_id]
-        for session_id in self._seated.pop(race_id, set()):
-            del self._seats[session_id]
+        self._forget(race_id)
         return [RaceClosed(race_id)]

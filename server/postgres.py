@@ -268,6 +268,12 @@ _TOURNAMENT_RACES = (
     " AND tournament_id = ANY(%s)"
     " ORDER BY created_at"
 )
+#: The races each live node runs: every node holding a lease now (each holds race ids
+#: leased ahead, so an idle node counts, with none), with its unfinished races.
+_NODE_LOADS = (
+    "SELECT l.owner, count(r.race_id) FROM leases l LEFT JOIN races r ON r.race_id ="
+    " l.resource_id AND r.finished_at IS NULL WHERE l.expires_at > {now} GROUP BY l.owner"
+)
 _READ_LEASES = (
     "SELECT resource_id, owner, epoch, expires_at FROM leases WHERE resource_id = ANY(%s)"
 )
@@ -641,6 +647,17 @@ class PostgresStore(StoreBase):
         async def read(connection: Connection) -> list[tuple[str, str]]:
             rows = await _rows(connection, _TOURNAMENT_RACES, (list(tournament_ids),))
             return [(row[0], row[1]) for row in rows]
+
+        return await self._read(read)
+
+    async def node_loads(self) -> dict[str, int]:
+        """The nodes of the cluster alive now (holding a lease that has not lapsed), each
+        with the number of unfinished races whose lease it holds: where the lobby places
+        a race (:func:`~server.lobby.least_loaded`)."""
+
+        async def read(connection: Connection) -> dict[str, int]:
+            rows = await _rows(connection, _NODE_LOADS.format(now=_NOW))
+            return {str(row[0]): int(row[1]) for row in rows}
 
         return await self._read(read)
 

@@ -118,6 +118,9 @@ class Ownership:
     """A race or tournament is over and forgotten: nothing writes it any more."""
     race_failed: Callable[[str, Exception], None] | None = None
     """A write of this race failed (``None``: the tier's journal-failure policy)."""
+    place: Callable[[str, str], None] = _nothing
+    """The lobby placed a started race (the first id) on another node (the second):
+    hand it over (:meth:`RaceTier.hand_over`). Only a lobby given a load map places."""
 
 
 class RaceTier:
@@ -618,12 +621,33 @@ class RaceTier:
             )
 
     def _lobby(self, command: lobbies.Command) -> None:
-        """Tell the lobby; close the races it closes."""
+        """Tell the lobby; close the races it closes, hand over those it places."""
         for event in self.lobby.apply(command):
             if isinstance(event, lobbies.RaceClosed):
                 host = self.hosts.get(event.race_id)
                 if host is not None:
                     self._forget(host)
+            elif isinstance(event, lobbies.RaceToPlace):
+                self._ownership.place(event.race_id, event.node)
+
+    def nodes_loaded(self, here: str, loads: dict[str, int]) -> None:
+        """The races each node of the cluster runs now (empty: place no race); ``here``
+        is this node's id (:class:`~server.lobby.NodesLoaded`)."""
+        self.lobby.apply(lobbies.NodesLoaded(here, loads))
+
+    async def hand_over(self, race_id: str) -> bool:
+        """Stop running race ``race_id`` for another node to take it up from the store:
+        its clock stops, what it has journaled is committed and sent, and it is dropped;
+        ``False`` if this tier does not run it (any more). No command may reach the race
+        meanwhile (the caller holds them)."""
+        host = self.hosts.get(race_id)
+        if host is None:
+            return False
+        await host.drain()
+        if self.hosts.get(race_id) is not host:
+            return False
+        self.drop([race_id])
+        return True
 
     async def lease(self, tournament_id: str) -> bool:
         """See :meth:`~server.tournament_host.TournamentRaces.lease`."""

@@ -311,6 +311,13 @@ class RedisBus:
         self._commands_out.append(_Outgoing(command, data, self._loop.time(), resource))
         self._wake.set()
 
+    def send_to(self, node_id: str, command: Command) -> None:
+        """Publish ``command`` to node ``node_id``'s race tier, once: no retry, no answer
+        (what it asks must come about even if that node never gets it: a race handed over
+        is taken over by any node once its lease has lapsed)."""
+        self._events_out.append((self._node_channel(node_id), self._tag + pack([command])))
+        self._wake.set()
+
     def _here(self, command: Command) -> None:
         serve = self._serve
         if serve is None:

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,6 +87,25 @@ class Cluster:
                 lines.append(json.loads(line))
         return lines
 
+    async def wait_for_owner(self, resource: str, other_than: str | None = None) -> str:
+        """The node that holds ``resource``'s lease, once one other than ``other_than``
+        does."""
+        deadline = time.monotonic() + PATIENCE
+        while time.monotonic() < deadline:
+            owner = self.owner(resource)
+            if owner is not None and owner != other_than:
+                return owner
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no node other than {other_than} took {resource} up")
+
+    def logged(self, name: str, event: str) -> list[dict[str, object]]:
+        """Node ``name``'s log lines of ``event``."""
+        return [line for line in self.log(name) if line.get("event") == event]
+
+    def recovered(self, names: Iterable[str]) -> list[object]:
+        """The races nodes ``names`` rebuilt from the store (taken up or over), in turn."""
+        return [line["race"] for name in names for line in self.logged(name, "race_recovered")]
+
     async def wait_for_leader(self, other_than: str | None = None) -> str:
         """The node that leads, once one does (and has said so), other than ``other_than``."""
         deadline = time.monotonic() + PATIENCE
@@ -102,14 +121,16 @@ class Cluster:
 
 @contextlib.contextmanager
 def running_cluster(
-    tmp_path: Path, db: str, redis_url: str, prefix: str, count: int = 3
+    tmp_path: Path, db: str, redis_url: str, prefix: str, count: int = 3,
+    lease_ttl: float = LEASE_TTL, extra: Sequence[str] = (),
 ) -> Iterator[Cluster]:
-    """``count`` nodes (``n1``...), started in order, stopped (or killed) at the end."""
+    """``count`` nodes (``n1``...), started in order, stopped (or killed) at the end;
+    ``extra``: more options of ``foursquare serve`` for each."""
     with contextlib.ExitStack() as stack:
         nodes = {
             f"n{index}": stack.enter_context(run_server_process(
                 tmp_path / f"n{index}.db", "--cluster", redis_url, "--cluster-prefix", prefix,
-                "--node-id", f"n{index}", "--lease-ttl", str(LEASE_TTL), db=db,
+                "--node-id", f"n{index}", "--lease-ttl", str(lease_ttl), *extra, db=db,
             ))
             for index in range(1, count + 1)
         }

@@ -50,6 +50,9 @@ async def test_one_daily_attempt_per_player_across_nodes_and_a_failover(
         assert isinstance(room, RaceSnapshot)
         await race_to_the_end(ann, room.race, PACE)
         await ann.close()
+        # Formed on the leader, the room ran, once started, on the node with no race.
+        placed = [(line["race"], line["node"]) for line in cluster.logged(leader, "race_placed")]
+        assert placed == [(room.race, follower)]
         # The same player on the leader: refused.
         on_leader, _ = await hello(cluster.nodes[leader].url, name="Ann", player_key=key.key)
         assert on_leader is not None

@@ -27,6 +27,7 @@ from server.bus import (
     InProcessBus,
     Refuse,
     Request,
+    TakeRace,
     ToFeed,
     ToSession,
     Unfollow,
@@ -165,7 +166,8 @@ def test_the_tiers_import_nothing_of_each_other_and_the_race_tier_no_websockets(
 def test_every_command_and_event_comes_back_from_the_codec_as_it_went() -> None:
     from server.bus_codec import CLASSES, pack, unpack
 
-    items = [*COMMANDS, Request(ANN, WatchTournament(tournament="ABCDEF", id=9)), *EVENTS,
+    items = [*COMMANDS, TakeRace("K7QX"),
+             Request(ANN, WatchTournament(tournament="ABCDEF", id=9)), *EVENTS,
              Refuse("p-2", ErrorCode.RACE_FULL, "full")]
     assert unpack(pack(items)) == items
     # One of every class crosses in the list above.

@@ -7,14 +7,17 @@ from collections.abc import Container
 
 from server.lobby import (
     CreateRace,
+    DailyRace,
     JoinRace,
     JoinRefused,
     Listing,
     Lobby,
+    NodesLoaded,
     QuickRace,
     RaceClosed,
     RaceGone,
     RaceToOpen,
+    RaceToPlace,
     RaceUpdated,
     SeatChanged,
     Seated,
@@ -127,3 +130,67 @@ def test_a_finished_race_gone_frees_its_seats() -> None:
     seat(lobby, "ann", "R1", racers=1, phase=Phase.FINISHED)
     assert lobby.apply(RaceGone("R1")) == []
     assert lobby.seat_of("ann") is None and "R1" not in lobby
+
+
+def start(lobby: Lobby, race_id: str, racers: list[str], options: RaceOptions = QUICK) -> list[
+        object]:
+    """``racers`` seated in ``race_id``, which then starts: what the lobby says to that."""
+    for count, racer in enumerate(racers, 1):
+        seat(lobby, racer, race_id, racers=count, options=options)
+    listing = Listing(race_id, options, Phase.RUNNING, len(racers), False)
+    return list(lobby.apply(RaceUpdated(listing)))
+
+
+def test_without_a_load_map_a_started_race_stays_where_it_is() -> None:
+    lobby = counting_ids()
+    lobby.apply(QuickRace("ann"))
+    assert start(lobby, "R1", ["ann", "bob"]) == []
+    assert lobby.seat_of("ann") == "R1" and "R1" in lobby
+
+
+def test_started_quick_races_go_to_the_least_loaded_nodes_in_turn() -> None:
+    lobby = counting_ids()
+    lobby.apply(NodesLoaded("n1", {"n1": 0, "n2": 2, "n3": 0}))
+    placed = []
+    for number in range(1, 6):
+        lobby.apply(QuickRace(f"a{number}"))
+        placed.append(start(lobby, f"R{number}", [f"a{number}", f"b{number}"]))
+    # n3 first (as idle as n1, which runs the lobby), then n1 keeps one, and so on by
+    # load, each placed race counted at once.
+    assert placed == [[RaceToPlace("R1", "n3")], [], [RaceToPlace("R3", "n3")], [],
+                      [RaceToPlace("R5", "n2")]]
+    # A race placed elsewhere is forgotten here with its seats; one kept here is not.
+    assert "R1" not in lobby and lobby.seat_of("a1") is None
+    assert lobby.seat_of("a2") == "R2"
+
+
+def test_a_daily_room_is_placed_once_started_as_a_quick_race_is() -> None:
+    lobby = counting_ids()
+    lobby.apply(NodesLoaded("n1", {"n1": 0, "n2": 0}))
+    day = RaceOptions(max_racers=4, min_racers=1, public=False, daily="2026-12-01")
+    assert lobby.apply(DailyRace("ann", day)) == [RaceToOpen("R1", day), JoinRace("ann", "R1")]
+    assert start(lobby, "R1", ["ann"], options=day) == [RaceToPlace("R1", "n2")]
+
+
+def test_private_and_tournament_races_stay_and_a_race_is_placed_once_started() -> None:
+    lobby = counting_ids()
+    lobby.apply(NodesLoaded("n1", {"n1": 5, "n2": 0}))
+    private = RaceOptions(max_racers=4, min_racers=2, public=False)
+    lobby.apply(CreateRace("ann", private))
+    assert start(lobby, "R1", ["ann", "bob"], options=private) == []
+    assert start(lobby, "T9", ["cat", "dan"]) == []  # a tournament's race: not the lobby's
+    lobby.apply(QuickRace("eve"))
+    seat(lobby, "eve", "R2", racers=1)
+    countdown = Listing("R2", QUICK, Phase.COUNTDOWN, 2, True)
+    assert lobby.apply(RaceUpdated(countdown)) == []  # still open: still the lobby's
+    assert lobby.apply(RaceUpdated(Listing("R2", QUICK, Phase.RUNNING, 2, False))) == [
+        RaceToPlace("R2", "n2")
+    ]
+
+
+def test_a_load_map_emptied_places_nothing_more() -> None:
+    lobby = counting_ids()
+    lobby.apply(NodesLoaded("n1", {"n1": 5, "n2": 0}))
+    lobby.apply(NodesLoaded("n1", {}))  # (the node stepped down)
+    lobby.apply(QuickRace("ann"))
+    assert start(lobby, "R1", ["ann", "bob"]) == []

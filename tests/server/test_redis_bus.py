@@ -21,6 +21,7 @@ from server.bus import (
     Follow,
     Refuse,
     Request,
+    TakeRace,
     ToFeed,
     race_feed,
 )
@@ -109,6 +110,18 @@ async def test_a_command_reaches_its_races_owner_once_and_an_update_each_listeni
     assert heard == [update, update]  # one message of two events, once
     assert idle_heard == []  # follows nothing: gets nothing
     assert owner.published == 1
+
+
+async def test_a_race_handed_to_a_node_reaches_that_node_alone_once(node: Node) -> None:
+    leader, chosen, other = node("a"), node("b"), node("c")
+    heard: dict[str, list[Command]] = {"a": [], "b": [], "c": []}
+    for bus in (leader, chosen, other):
+        await bus.start()
+        bus.serve(heard[bus.node_id].append, holding(), owners({}))
+    leader.send_to("b", TakeRace("K7QX"))
+    await until(lambda: heard["b"] == [TakeRace("K7QX")])
+    await asyncio.sleep(0.3)
+    assert heard == {"a": [], "b": [TakeRace("K7QX")], "c": []}
 
 
 async def test_a_command_whose_owner_is_gone_is_sent_again_until_it_is_back(
