@@ -48,9 +48,10 @@ import logging
 import os
 import secrets
 import socket
+import time
 from collections.abc import Collection, Container, Coroutine
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from protocol import CreateRace, DailyRace, ErrorCode, QuickRace
 from server.bus import Command, Request
@@ -68,12 +69,23 @@ from server.store import Lease, LeaseHeld, LeaseLost, StoreError, StoreUnavailab
 #: after that, so this leaves room for clocks that do not tick quite alike.
 TRUSTED_SHARE = 0.9
 
+T = TypeVar("T")
+
 #: Race ids a node holds the lease of before it needs them (a new race takes one at once;
 #: a quarter used, as many are leased again in one statement).
 RESERVED_RACE_IDS = 64
 
-#: Races a node takes over in one turn at most (the rest at the next turns, or by others).
-TAKEN_AT_ONCE = 200
+#: Races and tournaments a node acquires in one statement and rebuilds together at most
+#: (the rest right after, in the same turn): it bounds one read of the store.
+TAKEN_AT_ONCE = 1000
+
+#: Renewals of a lease in one lease's time: a node renews all its leases every
+#: ``lease_ttl / RENEWALS_PER_LEASE`` seconds, and so survives a pause (of its process, or
+#: of the database) of up to about ``lease_ttl * (1 - 1 / RENEWALS_PER_LEASE)`` without
+#: losing its races. A lease lapses ``lease_ttl`` after its last renewal, so it lapses
+#: between ``lease_ttl * (1 - 1 / RENEWALS_PER_LEASE)`` and ``lease_ttl`` after its node
+#: dies: the renewals' cadence changes the best case, never the worst.
+RENEWALS_PER_LEASE = 3
 
 
 def new_node_id() -> str:
@@ -374,24 +386,49 @@ class ClusterNode:
     # ------------------------------------------------------------- campaign
 
     async def _run(self) -> None:
-        while not self._stopping:
-            try:
-                await self._turn()
-            except Exception as error:  # the campaign must outlive any one failure
-                log_event("internal_error", logging.ERROR, error=failure(error))
-            await asyncio.sleep(self._ttl / 3)
+        """Keep this node's leases, and take others' over, each on its own schedule (a
+        long takeover delays no renewal)."""
+        await asyncio.gather(self._keep_leases(), self._take_over_when_lapsed())
 
-    async def _turn(self) -> None:
+    async def _keep_leases(self) -> None:
+        while not self._stopping:
+            await self._outliving(self._renewal_turn())
+            await asyncio.sleep(self._ttl / RENEWALS_PER_LEASE)
+
+    async def _renewal_turn(self) -> None:
         if self.role is NodeRole.SUSPENDED:
             await self._store.available()
             await self._resume()
         await self._renew()
+        if self.role is not NodeRole.SUSPENDED:
+            self._reserve_soon()
+
+    async def _take_over_when_lapsed(self) -> None:
+        """Look for lapsed leases as soon as one can have lapsed: when the first lease of
+        another node's that this one may take over expires unrenewed (its node died, or
+        stopped), or a renewal period after the last look (a lease let go, or made since,
+        lapses without expiring as read)."""
+        while not self._stopping:
+            pause = self._ttl / RENEWALS_PER_LEASE
+            next_in = await self._outliving(self._takeover_turn())
+            if next_in is not None:
+                pause = min(pause, next_in)
+            await asyncio.sleep(pause)
+
+    async def _takeover_turn(self) -> float | None:
         if self.role is NodeRole.SUSPENDED:
-            return
-        self._reserve_soon()
+            return None  # the renewals resume it
         if self.role is NodeRole.FOLLOWER:
             await self._try_to_lead()
-        await self._take_over_lapsed()
+        return await self._take_over_lapsed()
+
+    async def _outliving(self, turn: Coroutine[Any, Any, T]) -> T | None:
+        """``turn``'s result; ``None`` if it failed (the campaign outlives any failure)."""
+        try:
+            return await turn
+        except Exception as error:
+            log_event("internal_error", logging.ERROR, error=failure(error))
+            return None
 
     async def _try_to_lead(self) -> None:
         asked = self._loop.time()
@@ -409,35 +446,55 @@ class ClusterNode:
         log_event("leader", node=self.node_id, epoch=lease.epoch)
         self._bus.resync([LOBBY_LEASE], ())  # every node reads the lobby's owner again
 
-    async def _take_over_lapsed(self) -> None:
+    async def _take_over_lapsed(self) -> float | None:
         """Acquire the lapsed leases of unfinished races and tournaments, and run them
-        here."""
+        here, :data:`TAKEN_AT_ONCE` at a time without a pause; the seconds until the next
+        lease another node holds can lapse (``None``: none can, or the store cannot say)."""
         try:
-            races, tournaments = await self._store.lapsed()
+            lapsed = await self._store.lapsed(self.node_id, LOBBY_LEASE)
         except (StoreError, JournalRefused):
-            return
-        taken: dict[str, list[str]] = {"races": [], "tournaments": []}
-        for kind, resources in (("races", races), ("tournaments", tournaments)):
-            for resource in resources[:TAKEN_AT_ONCE]:
-                if self.owns(resource):
-                    continue
-                try:
-                    lease = await self._store.acquire_lease(resource, self.node_id, self._ttl)
-                except LeaseHeld:
-                    continue  # another node was quicker
-                except StoreError:
-                    break
-                self._leases[resource] = lease
-                self._taking.add(resource)
-                taken[kind].append(resource)
-        if taken["races"] or taken["tournaments"]:
-            await self._bring_back(taken["races"], taken["tournaments"])
+            return None
+        # How long after the last of them lapsed this node saw them lapsed (for the log:
+        # the database's clock against this node's, alike on one machine).
+        lapsed_ms = (None if lapsed.lapsed_at is None
+                     else round((time.time() - lapsed.lapsed_at) * 1000))
+        races = [race_id for race_id in lapsed.races if not self.owns(race_id)]
+        tournaments = [code for code in lapsed.tournaments if not self.owns(code)]
+        while (races or tournaments) and not self._suspended():
+            some_races, races = races[:TAKEN_AT_ONCE], races[TAKEN_AT_ONCE:]
+            room = TAKEN_AT_ONCE - len(some_races)
+            some_tournaments, tournaments = tournaments[:room], tournaments[room:]
+            asked = self._loop.time()
+            try:
+                leases = await self._store.acquire_lapsed(
+                    [*some_races, *some_tournaments], self.node_id, self._ttl
+                )
+            except StoreError:
+                break  # the store is down: the renewals say so
+            for lease in leases:
+                self._leases[lease.resource_id] = lease
+                self._taking.add(lease.resource_id)
+            won = {lease.resource_id for lease in leases}  # another node won the others
+            await self._bring_back(
+                [race_id for race_id in some_races if race_id in won],
+                [code for code in some_tournaments if code in won],
+                lapsed_ms=lapsed_ms,
+                acquire_ms=round((self._loop.time() - asked) * 1000),
+            )
+        return lapsed.next_in
 
-    async def _bring_back(self, race_ids: list[str], tournament_ids: list[str]) -> None:
+    async def _bring_back(
+        self, race_ids: list[str], tournament_ids: list[str], lapsed_ms: int | None,
+        acquire_ms: int,
+    ) -> None:
         """Rebuild the races and tournaments (with their races) whose leases this node
         has just taken, and have their racers, spectators and entrants sent where they
-        stand."""
+        stand (``lapsed_ms`` and ``acquire_ms``: how long the takeover took so far, for
+        its log line)."""
+        if not race_ids and not tournament_ids:
+            return
         async with self._changing:
+            started = self._loop.time()
             tier = self.tier
             taken = [*race_ids, *tournament_ids]
             of_tournaments: list[tuple[str, str]] = []
@@ -455,6 +512,7 @@ class ClusterNode:
                     kept for code in tournament_ids
                     for kept in await self._store.read_tournaments(code, include_finished=False)
                 ]
+                read = self._loop.time()
                 sessions = tier.take_over(recovered)
                 sessions.extend(await tier.tournaments.take_over(stored))
             except Exception as error:  # nothing may stay half taken: let them all go
@@ -481,11 +539,16 @@ class ClusterNode:
                     self._gone(resource)  # over, or nobody left in it: kept for good
                 elif resource in tournament_ids and resource not in kept:
                     self._gone(resource)  # finished meanwhile
-        log_event("races_taken_over", node=self.node_id, races=race_ids,
-                  tournaments=tournament_ids)
-        self._bus.resync([*taken, *(race_id for race_id, _ in of_tournaments)],
-                         list(dict.fromkeys(sessions)))
+        rebuilt = self._loop.time()
+        sessions = list(dict.fromkeys(sessions))
+        self._bus.resync([*taken, *(race_id for race_id, _ in of_tournaments)], sessions)
         self._put_through_held()
+        log_event("races_taken_over", node=self.node_id, races=race_ids,
+                  tournaments=tournament_ids, sessions=len(sessions),
+                  lapsed_ms=lapsed_ms, acquire_ms=acquire_ms,
+                  read_ms=round((read - started) * 1000),
+                  rebuild_ms=round((rebuilt - read) * 1000),
+                  resync_ms=round((self._loop.time() - rebuilt) * 1000))
 
     # ------------------------------------------------------------- failures
 

@@ -250,17 +250,36 @@ _UNFINISHED_OF = (
     " WHERE finished_at IS NULL AND race_id = ANY(%s) ORDER BY created_at"
 )
 _WATCHING_OF = "SELECT player_id, race_id FROM watching WHERE race_id = ANY(%s) ORDER BY seq"
+#: The leases of unfinished races outside tournaments (what a node of a cluster may take
+#: over once lapsed: a tournament's races come with their tournament) ...
+_RACE_LEASES = (
+    "races r JOIN leases l ON l.resource_id = r.race_id"
+    " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL"
+)
+#: ... and of unfinished tournaments.
+_TOURNAMENT_LEASES = (
+    "tournaments t JOIN leases l ON l.resource_id = t.tournament_id"
+    " WHERE t.status <> 'finished'"
+)
 #: Unfinished races outside tournaments whose lease has lapsed: any node may take them.
 _LAPSED_RACES = (
-    "SELECT r.race_id FROM races r JOIN leases l ON l.resource_id = r.race_id"
-    " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL AND l.expires_at <= {now}"
+    "SELECT r.race_id, l.expires_at FROM " + _RACE_LEASES + " AND l.expires_at <= {now}"
     " ORDER BY r.created_at"
 )
 #: Unfinished tournaments whose lease has lapsed.
 _LAPSED_TOURNAMENTS = (
-    "SELECT t.tournament_id FROM tournaments t JOIN leases l ON l.resource_id ="
-    " t.tournament_id WHERE t.status <> 'finished' AND l.expires_at <= {now}"
-    " ORDER BY t.created_at"
+    "SELECT t.tournament_id, l.expires_at FROM " + _TOURNAMENT_LEASES
+    + " AND l.expires_at <= {now} ORDER BY t.created_at"
+)
+#: Seconds until the first of the leases a node may take over (those above, and the
+#: lobby's) that another node holds can lapse, on the database's clock (NULL: none can):
+#: when that node looks for lapsed leases next.
+_NEXT_LAPSE = (
+    "SELECT min(held.expires_at) - {now} FROM ("
+    "SELECT l.expires_at, l.owner FROM " + _RACE_LEASES
+    + " UNION ALL SELECT l.expires_at, l.owner FROM " + _TOURNAMENT_LEASES
+    + " UNION ALL SELECT expires_at, owner FROM leases WHERE resource_id = %s"
+    ") AS held WHERE held.owner <> %s AND held.expires_at > {now}"
 )
 #: The unfinished races of some tournaments (the node taking a tournament over takes them).
 _TOURNAMENT_RACES = (
@@ -287,11 +306,40 @@ _RENEW_LEASES = (
     " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
+#: Lapsed leases (or ``owner``'s own), taken for ``owner`` in one statement, each at its
+#: next epoch: the same rule as :data:`server.store.ACQUIRE_LEASE` for many rows, their
+#: rows locked in the order of their ids first as :data:`_RENEW_LEASES` does. A row
+#: another node took since it was read is seen under its lock as it is now (renewed, so
+#: no longer lapsed) and left out: of two nodes taking one lease, one alone has it.
+_ACQUIRE_LAPSED = (
+    "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
+    " ORDER BY resource_id FOR NO KEY UPDATE)"
+    " UPDATE leases SET owner = %s, epoch = leases.epoch + 1, expires_at = {now} + %s"
+    " WHERE leases.resource_id IN (SELECT resource_id FROM locked)"
+    " AND (leases.owner = %s OR leases.expires_at <= {now})"
+    " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
+)
 _COMMANDS_OF = (
     "SELECT race_id, command, at FROM race_commands WHERE race_id = ANY(%s) ORDER BY race_id, seq"
 )
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Lapsed:
+    """What a node of a cluster may take over now, and when it should look again."""
+
+    races: list[str]
+    """Unfinished races outside tournaments whose lease has lapsed, oldest first."""
+    tournaments: list[str]
+    """Unfinished tournaments whose lease has lapsed, oldest first."""
+    lapsed_at: float | None
+    """When the last of those leases lapsed (seconds since the Unix epoch, on the
+    database's clock); ``None`` if none has."""
+    next_in: float | None
+    """Seconds until the next of the leases above or the lobby's, held by another node
+    and not lapsed yet, can lapse (``None``: none can)."""
 
 
 @dataclass(slots=True)
@@ -621,14 +669,22 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
-    async def lapsed(self) -> tuple[list[str], list[str]]:
+    async def lapsed(self, owner: str, lobby: str) -> Lapsed:
         """The unfinished races outside tournaments and the unfinished tournaments whose
-        lease has lapsed, oldest first: what a node of a cluster may take over."""
+        lease has lapsed, oldest first (what a node of a cluster may take over), and when
+        the next of those and ``lobby``'s that a node other than ``owner`` holds can
+        lapse."""
 
-        async def read(connection: Connection) -> tuple[list[str], list[str]]:
+        async def read(connection: Connection) -> Lapsed:
             races = await _rows(connection, _LAPSED_RACES.format(now=_NOW))
             tournaments = await _rows(connection, _LAPSED_TOURNAMENTS.format(now=_NOW))
-            return [row[0] for row in races], [row[0] for row in tournaments]
+            ((after,),) = await _rows(connection, _NEXT_LAPSE.format(now=_NOW), (lobby, owner))
+            return Lapsed(
+                races=[row[0] for row in races],
+                tournaments=[row[0] for row in tournaments],
+                lapsed_at=max((row[1] for row in [*races, *tournaments]), default=None),
+                next_in=after,
+            )
 
         return await self._read(read)
 
@@ -666,6 +722,27 @@ class PostgresStore(StoreBase):
 
         async def run(connection: Connection) -> list[tuple[Any, ...]]:
             return await _rows(connection, _LEASE_FRESH.format(now=_NOW), (owner, ttl, ids))
+
+        rows = await self._on_lease_connection(run)
+        taken = [Lease(*row) for row in rows]
+        with self._held_lock:
+            self._held = {**self._held, **{lease.resource_id: lease for lease in taken}}
+        return taken
+
+    async def acquire_lapsed(
+        self, resource_ids: Collection[str], owner: str, ttl: float
+    ) -> list[Lease]:
+        """Take for ``owner`` those of ``resource_ids``' leases that have lapsed (or are
+        ``owner``'s), in one statement, each at its next epoch: what a node of a cluster
+        takes over (those another node took first are left out)."""
+        if not resource_ids:
+            return []
+        ids = sorted(resource_ids)
+
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(
+                connection, _ACQUIRE_LAPSED.format(now=_NOW), (ids, owner, ttl, owner)
+            )
 
         rows = await self._on_lease_connection(run)
         taken = [Lease(*row) for row in rows]
