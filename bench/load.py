@@ -1159,6 +1159,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
     prefix = f"load-{os.getpid()}-{int(time.time())}"
     processes: list[subprocess.Popen[Any]] = []
     generator: subprocess.Popen[str] | None = None
+    killed_wall: float | None = None
+    takeovers: list[dict[str, Any]] = []
     try:
         for index, node_port in enumerate(ports):
             cluster = (f"--cluster {settings.redis} --cluster-prefix {prefix} "
@@ -1200,7 +1202,7 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         while generator.poll() is None and time.monotonic() - wall_start < settings.duration + 60:
             if kill_at is not None and time.monotonic() >= kill_at:
                 kill_at = None
-                killed_at = time.perf_counter()
+                killed_at, killed_wall = time.perf_counter(), time.time()
                 processes[0].kill()  # SIGKILL: nothing of node 0 runs after this
                 generator.stdin.write(f"killed {killed_at!r}\n")
                 generator.stdin.flush()
@@ -1235,6 +1237,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
                 process.kill()
                 process.wait()
         log.close()
+        if killed_wall is not None:
+            takeovers = takeovers_in(workdir / "target.log", killed_wall)
         database.close()
         shutil.rmtree(workdir, ignore_errors=True)
     connections = max(connected, 1)
@@ -1260,7 +1264,32 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         "rss_peak_mib": rss_peak / 2**20,
         "rss_per_connection_kib": (rss_idle - rss_empty) / connections / 1024,
         "scrape_ms": summary(scrapes),
+        "takeovers": takeovers,
     }
+
+
+#: The phases of a takeover its node logs (``races_taken_over``), in milliseconds.
+TAKEOVER_PHASES = ("lapsed_ms", "acquire_ms", "read_ms", "rebuild_ms", "resync_ms")
+
+
+def takeovers_in(log: Path, killed_at: float) -> list[dict[str, Any]]:
+    """The takeovers the surviving nodes logged (``races_taken_over``) after node 0's kill
+    at ``killed_at`` (wall clock): for each, when it was done (seconds after the kill), how
+    many races and sessions it took, and its phases (:data:`TAKEOVER_PHASES`)."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "races_taken_over":
+            found.append({
+                "done_s": round(event["ts"] - killed_at, 3),
+                "races": len(event["races"]),
+                "sessions": event.get("sessions"),
+                **{phase: event.get(phase) for phase in TAKEOVER_PHASES},
+            })
+    return found
 
 
 # ---------------------------------------------------------------- reporting
@@ -1845,6 +1874,13 @@ def failover_lines(results: list[dict[str, Any]]) -> list[str]:
             f"Goal (p99 under {FAILOVER_P99_MS / 1000:g} s, every racer back): "
             + ("met" if met else "**not met**") + "."
         )
+        for taken in r.get("takeovers", []):
+            phases = ", ".join(f"{phase.removesuffix('_ms')} {taken[phase]} ms"
+                               for phase in TAKEOVER_PHASES if taken[phase] is not None)
+            lines.append(
+                f"  - a takeover of {taken['races']:,} races ({taken['sessions']:,} sessions "
+                f"sent their state) done {taken['done_s']:.2f} s after the kill: {phases}."
+            )
     return lines
 
 

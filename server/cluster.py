@@ -85,7 +85,7 @@ TAKEN_AT_ONCE = 1000
 #: losing its races. A lease lapses ``lease_ttl`` after its last renewal, so it lapses
 #: between ``lease_ttl * (1 - 1 / RENEWALS_PER_LEASE)`` and ``lease_ttl`` after its node
 #: dies: the renewals' cadence changes the best case, never the worst.
-RENEWALS_PER_LEASE = 3
+RENEWALS_PER_LEASE = 4
 
 
 def new_node_id() -> str:
