@@ -50,6 +50,7 @@ import secrets
 import socket
 import time
 from collections.abc import Collection, Container, Coroutine
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -100,6 +101,29 @@ def _may_open_a_race(command: Command) -> bool:
     return isinstance(command, Request) and isinstance(
         command.message, QuickRace | CreateRace | DailyRace
     )
+
+
+class Look(Enum):
+    """Why a node looked for lapsed leases when it did (said in its takeovers' log)."""
+
+    START = "start"
+    """Its first look, as it starts."""
+    AT_EXPIRY = "at_expiry"
+    """At the expiry of a lease, read at its last look, that another node held."""
+    PERIODIC = "periodic"
+    """A renewal period after its last look (no lease of another's expired sooner)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Taking:
+    """How a node came to take races over, for its ``races_taken_over`` log line."""
+
+    looked: Look
+    lapsed_ms: int | None
+    """How long after the last of the leases lapsed it saw them lapsed (the database's
+    clock against this node's: alike on one machine)."""
+    acquire_ms: int
+    """How long acquiring them took."""
 
 
 class NodeRole(Enum):
@@ -408,19 +432,20 @@ class ClusterNode:
         another node's that this one may take over expires unrenewed (its node died, or
         stopped), or a renewal period after the last look (a lease let go, or made since,
         lapses without expiring as read)."""
+        looked = Look.START
         while not self._stopping:
-            pause = self._ttl / RENEWALS_PER_LEASE
-            next_in = await self._outliving(self._takeover_turn())
-            if next_in is not None:
-                pause = min(pause, next_in)
+            next_in = await self._outliving(self._takeover_turn(looked))
+            pause, looked = self._ttl / RENEWALS_PER_LEASE, Look.PERIODIC
+            if next_in is not None and next_in <= pause:
+                pause, looked = next_in, Look.AT_EXPIRY
             await asyncio.sleep(pause)
 
-    async def _takeover_turn(self) -> float | None:
+    async def _takeover_turn(self, looked: Look) -> float | None:
         if self.role is NodeRole.SUSPENDED:
             return None  # the renewals resume it
         if self.role is NodeRole.FOLLOWER:
             await self._try_to_lead()
-        return await self._take_over_lapsed()
+        return await self._take_over_lapsed(looked)
 
     async def _outliving(self, turn: Coroutine[Any, Any, T]) -> T | None:
         """``turn``'s result; ``None`` if it failed (the campaign outlives any failure)."""
@@ -446,7 +471,7 @@ class ClusterNode:
         log_event("leader", node=self.node_id, epoch=lease.epoch)
         self._bus.resync([LOBBY_LEASE], ())  # every node reads the lobby's owner again
 
-    async def _take_over_lapsed(self) -> float | None:
+    async def _take_over_lapsed(self, looked: Look) -> float | None:
         """Acquire the lapsed leases of unfinished races and tournaments, and run them
         here, :data:`TAKEN_AT_ONCE` at a time without a pause; the seconds until the next
         lease another node holds can lapse (``None``: none can, or the store cannot say)."""
@@ -454,8 +479,6 @@ class ClusterNode:
             lapsed = await self._store.lapsed(self.node_id, LOBBY_LEASE)
         except (StoreError, JournalRefused):
             return None
-        # How long after the last of them lapsed this node saw them lapsed (for the log:
-        # the database's clock against this node's, alike on one machine).
         lapsed_ms = (None if lapsed.lapsed_at is None
                      else round((time.time() - lapsed.lapsed_at) * 1000))
         races = [race_id for race_id in lapsed.races if not self.owns(race_id)]
@@ -478,19 +501,16 @@ class ClusterNode:
             await self._bring_back(
                 [race_id for race_id in some_races if race_id in won],
                 [code for code in some_tournaments if code in won],
-                lapsed_ms=lapsed_ms,
-                acquire_ms=round((self._loop.time() - asked) * 1000),
+                Taking(looked, lapsed_ms, round((self._loop.time() - asked) * 1000)),
             )
         return lapsed.next_in
 
     async def _bring_back(
-        self, race_ids: list[str], tournament_ids: list[str], lapsed_ms: int | None,
-        acquire_ms: int,
+        self, race_ids: list[str], tournament_ids: list[str], taking: Taking
     ) -> None:
         """Rebuild the races and tournaments (with their races) whose leases this node
         has just taken, and have their racers, spectators and entrants sent where they
-        stand (``lapsed_ms`` and ``acquire_ms``: how long the takeover took so far, for
-        its log line)."""
+        stand (``taking``: how it took them, for the log line)."""
         if not race_ids and not tournament_ids:
             return
         async with self._changing:
@@ -545,7 +565,8 @@ class ClusterNode:
         self._put_through_held()
         log_event("races_taken_over", node=self.node_id, races=race_ids,
                   tournaments=tournament_ids, sessions=len(sessions),
-                  lapsed_ms=lapsed_ms, acquire_ms=acquire_ms,
+                  looked=taking.looked.value, lapsed_ms=taking.lapsed_ms,
+                  acquire_ms=taking.acquire_ms,
                   read_ms=round((read - started) * 1000),
                   rebuild_ms=round((rebuilt - read) * 1000),
                   resync_ms=round((self._loop.time() - rebuilt) * 1000))

@@ -297,11 +297,13 @@ _LEASE_FRESH = (
 )
 #: The rows are locked in the order of their ids first, the order ``foursquare_fence``
 #: locks them in: rows locked in another order could deadlock with a write transaction
-#: (each holding a row the other waits for) until the database broke the tie.
+#: (each holding a row the other waits for) until the database broke the tie. "Now" is
+#: read once (a subquery), so the leases renewed together lapse together: a node that
+#: wakes at the first one's expiry finds them all lapsed, and takes them in one turn.
 _RENEW_LEASES = (
     "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
     " ORDER BY resource_id FOR NO KEY UPDATE)"
-    " UPDATE leases SET expires_at = {now} + %s FROM unnest(%s::text[], %s::bigint[])"
+    " UPDATE leases SET expires_at = (SELECT {now}) + %s FROM unnest(%s::text[], %s::bigint[])"
     " AS held(resource, epoch) WHERE leases.resource_id = held.resource AND leases.epoch ="
     " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
@@ -310,11 +312,13 @@ _RENEW_LEASES = (
 #: next epoch: the same rule as :data:`server.store.ACQUIRE_LEASE` for many rows, their
 #: rows locked in the order of their ids first as :data:`_RENEW_LEASES` does. A row
 #: another node took since it was read is seen under its lock as it is now (renewed, so
-#: no longer lapsed) and left out: of two nodes taking one lease, one alone has it.
+#: no longer lapsed) and left out: of two nodes taking one lease, one alone has it. Those
+#: taken expire together, as renewed ones do.
 _ACQUIRE_LAPSED = (
     "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
     " ORDER BY resource_id FOR NO KEY UPDATE)"
-    " UPDATE leases SET owner = %s, epoch = leases.epoch + 1, expires_at = {now} + %s"
+    " UPDATE leases SET owner = %s, epoch = leases.epoch + 1,"
+    " expires_at = (SELECT {now}) + %s"
     " WHERE leases.resource_id IN (SELECT resource_id FROM locked)"
     " AND (leases.owner = %s OR leases.expires_at <= {now})"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
@@ -389,8 +393,14 @@ class PostgresStore(StoreBase):
         self._connection: Connection | None = connection
         """The writer's connection; ``None`` while the database cannot be reached."""
         self._reader: Connection | None = None
-        """Reads and lease statements, never inside the writer's pipeline."""
+        """Reads, never inside the writer's pipeline."""
         self._reading = asyncio.Lock()
+        self._leasing: Connection | None = None
+        """A cluster's lease statements and its look for lapsed leases, on a connection of
+        their own: never queued behind the reads that sessions make (a failover's resumes
+        read hundreds of players at once), which would delay a node's renewals past its
+        leases' expiry, and its takeovers."""
+        self._lease_lock = asyncio.Lock()
         self._jobs: Connection | None = None
         """Jobs that write (:meth:`run`), one at a time."""
         self._running_job = asyncio.Lock()
@@ -596,10 +606,10 @@ class PostgresStore(StoreBase):
         await self._writer
         if self._reconnecting is not None:
             self._reconnecting.cancel()
-        for connection in (self._connection, self._reader, self._jobs):
+        for connection in (self._connection, self._reader, self._leasing, self._jobs):
             if connection is not None:
                 await connection.close()
-        self._connection = self._reader = self._jobs = None
+        self._connection = self._reader = self._leasing = self._jobs = None
 
     # ------------------------------------------------------------- reading
 
@@ -686,7 +696,7 @@ class PostgresStore(StoreBase):
                 next_in=after,
             )
 
-        return await self._read(read)
+        return await self._on_lease_connection(read)
 
     async def races_of(self, tournament_ids: Collection[str]) -> list[tuple[str, str]]:
         """The unfinished races of these tournaments, oldest first, each with its
@@ -750,16 +760,14 @@ class PostgresStore(StoreBase):
             self._held = {**self._held, **{lease.resource_id: lease for lease in taken}}
         return taken
 
-    async def _on_lease_connection(
-        self, run: Callable[[Connection], Awaitable[list[tuple[Any, ...]]]]
-    ) -> list[tuple[Any, ...]]:
-        """``run`` one statement (its own transaction) on the connection of reads and
-        leases; a database that cannot be reached is :class:`StoreUnavailable`."""
+    async def _on_lease_connection(self, run: Callable[[Connection], Awaitable[T]]) -> T:
+        """``run`` statements (each its own transaction) on the connection of leases; a
+        database that cannot be reached is :class:`StoreUnavailable`."""
         try:
-            async with self._reading, asyncio.timeout(self._timeout):
-                if self._reader is None or self._reader.closed or self._reader.broken:
-                    self._reader = await _connect(self.url, self._timeout)
-                return await run(self._reader)
+            async with self._lease_lock, asyncio.timeout(self._timeout):
+                if self._leasing is None or self._leasing.closed or self._leasing.broken:
+                    self._leasing = await _connect(self.url, self._timeout)
+                return await run(self._leasing)
         except (psycopg.OperationalError, TimeoutError) as error:
             raise self._unavailable(_reason(error)) from None
 
