@@ -359,6 +359,11 @@ class ResumingClient(Frames):
 Connection = WireClient | ResumingClient
 
 
+def _resumed(ws: Connection) -> bool:
+    """Whether ``ws`` lost its node and resumed on another."""
+    return isinstance(ws, ResumingClient) and ws.resumes > 0
+
+
 class Generator:
     """All simulated clients of one run, in one event loop."""
 
@@ -648,6 +653,12 @@ class Generator:
             "stranded": len(self.stranded),
             "back_ms": summary(list(self.back_after.values())),
             "ready_ms": summary(list(self.ready_after.values())),
+            # Racers whose connection died with node 0 (they resumed on another node)
+            # and those whose connection lived on (only their race moved).
+            "ready_ms_resumed": summary(
+                [seconds for ws, seconds in self.ready_after.items() if _resumed(ws)]),
+            "ready_ms_stayed": summary(
+                [seconds for ws, seconds in self.ready_after.items() if not _resumed(ws)]),
             "never_back": len(self.stranded) - len(self.back_after),
             "resumed_connections": sum(
                 ws.resumes for ws in self.connections if isinstance(ws, ResumingClient)),
@@ -1874,6 +1885,14 @@ def failover_lines(results: list[dict[str, Any]]) -> list[str]:
             f"Goal (p99 under {FAILOVER_P99_MS / 1000:g} s, every racer back): "
             + ("met" if met else "**not met**") + "."
         )
+        resumed, stayed = failover.get("ready_ms_resumed"), failover.get("ready_ms_stayed")
+        if resumed and stayed and resumed["count"] and stayed["count"]:
+            lines.append(
+                f"  - to the card, p50/p99: {_seconds(resumed['p50'])}/"
+                f"{_seconds(resumed['p99'])} s for the {resumed['count']:,} racers who resumed "
+                f"on another node, {_seconds(stayed['p50'])}/{_seconds(stayed['p99'])} s for "
+                f"the {stayed['count']:,} whose connection lived on."
+            )
         for taken in r.get("takeovers", []):
             phases = ", ".join(f"{phase.removesuffix('_ms')} {taken[phase]} ms"
                                for phase in TAKEOVER_PHASES if taken[phase] is not None)

@@ -619,11 +619,7 @@ class PostgresStore(StoreBase):
         async with self._reading, asyncio.timeout(self._timeout):
             if self._reader is None or self._reader.closed or self._reader.broken:
                 self._reader = await _connect(self.url, self._timeout)
-            async with self._reader.transaction():
-                await self._reader.execute(
-                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-                )
-                return await read(self._reader)
+            return await _snapshot(self._reader, read)
 
     async def _read(self, read: Callable[[Connection], Awaitable[T]]) -> T:
         """:meth:`_on_reader`, once more on a new connection if the reader's was found cut
@@ -663,7 +659,8 @@ class PostgresStore(StoreBase):
 
     async def read_races(self, race_ids: Collection[str]) -> Recovered:
         """Those of ``race_ids`` that are unfinished, with their commands and who watches
-        them (no players): what a node reads to take races over."""
+        them (no players): what a node reads to take races over, in one snapshot on the
+        connection of leases (a failover's resumes queue their reads on the reader's)."""
 
         async def read(connection: Connection) -> Recovered:
             ids = list(race_ids)
@@ -677,7 +674,7 @@ class PostgresStore(StoreBase):
                     self.url, f"holds a record that cannot be read ({failure(error)})"
                 ) from None
 
-        return await self._read(read)
+        return await self._on_lease_connection(lambda connection: _snapshot(connection, read))
 
     async def lapsed(self, owner: str, lobby: str) -> Lapsed:
         """The unfinished races outside tournaments and the unfinished tournaments whose
@@ -899,6 +896,13 @@ async def _drive(connection: Connection, job: Job) -> Any:
             statement = job.send(rows)
     except StopIteration as done:
         return done.value
+
+
+async def _snapshot(connection: Connection, read: Callable[[Connection], Awaitable[T]]) -> T:
+    """``read`` in a read-only transaction on ``connection`` that sees one snapshot."""
+    async with connection.transaction():
+        await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        return await read(connection)
 
 
 async def _rows(
