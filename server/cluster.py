@@ -3,8 +3,9 @@
 Every node of a cluster (``foursquare serve --cluster redis://... --db postgresql://...``)
 runs a socket tier and a race tier, and takes any connection. Each race is run by exactly
 one node, the holder of the race's **lease** (a row of the store's ``leases`` table, held
-for ``lease_ttl`` seconds and renewed every third of that), and every write of the race
-carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
+for ``lease_ttl`` seconds and renewed :data:`RENEWALS_PER_LEASE` times in that time), and
+every write of the race carries that lease's epoch (the store's fence).
+:class:`ClusterNode` runs this:
 
 - **Where races run.** A private race, and a tournament with its races, runs on the
   node where it was asked for. The **lobby** (quick races and public races, the list of
@@ -14,19 +15,22 @@ carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
   never waits for the store); a tournament's code is leased before it is made, and its
   races are written under its lease. The bus carries each command to the holder of its
   race's or tournament's lease (:mod:`server.redis_bus`).
-- **Renewal.** Every ``lease_ttl / 3`` a node renews all its leases in one statement. It
-  handles a command only while its leases are surely still its own by its own clock
-  (``lease_ttl`` from the moment it asked for the last renewal, less a tenth); past that
-  it holds commands until a renewal answers. A lease found taken drops its race alone,
-  or its tournament with the tournament's races (held commands for them go on to their
-  new owner); the lobby's found taken makes the node lead no more.
-- **Taking over.** Every ``lease_ttl / 3`` a node also looks for unfinished races and
-  tournaments whose lease has lapsed (their node died, stopped, or let them go) and
-  acquires them, one statement each deciding the winner; it reads them from the store,
+- **Renewal.** Every ``lease_ttl / RENEWALS_PER_LEASE`` a node renews all its leases in
+  one statement. It handles a command only while its leases are surely still its own by
+  its own clock (``lease_ttl`` from the moment it asked for the last renewal, less a
+  tenth); past that it holds commands until a renewal answers. A lease found taken drops
+  its race alone, or its tournament with the tournament's races (held commands for them
+  go on to their new owner); the lobby's found taken makes the node lead no more.
+- **Taking over.** A node looks for unfinished races and tournaments whose lease has
+  lapsed (their node died, stopped, or let them go) when the first lease another node
+  holds expires, as read at its last look, or a renewal period after that look if
+  sooner; it acquires all it finds in one statement (:data:`TAKEN_AT_ONCE` at most, the
+  rest right after), which decides the winner of each. It reads them from the store,
   rebuilds them as a restarted server does (every racer still racing gets a fresh
   reconnect grace), and tells every node to send their racers, spectators and entrants
   again (a move that was in flight on the old owner, and never answered, is sent again by
-  the client on seeing its card).
+  the client on seeing its card). Renewals and takeovers run as two tasks: a long
+  takeover delays no renewal.
 - **No split brain.** Whatever a node still writes after another took a lease over (a
   race's clock, a command held while it was stopped) carries the old epoch and is
   refused whole by the store: nothing of it is stored, so nothing of it is acknowledged.
