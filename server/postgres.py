@@ -401,6 +401,9 @@ class PostgresStore(StoreBase):
         read hundreds of players at once), which would delay a node's renewals past its
         leases' expiry, and its takeovers."""
         self._lease_lock = asyncio.Lock()
+        self._players_asked: dict[bytes, list[asyncio.Future[PlayerRecord | None]]] = {}
+        """Players asked for by resume token digest, to read in the next read of them."""
+        self._reading_players: asyncio.Task[None] | None = None
         self._jobs: Connection | None = None
         """Jobs that write (:meth:`run`), one at a time."""
         self._running_job = asyncio.Lock()
@@ -831,13 +834,43 @@ class PostgresStore(StoreBase):
         return await self._read(read)
 
     async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
-        """The stored player whose resume token has digest ``token_hash``."""
+        """The stored player whose resume token has digest ``token_hash``. Those asked for
+        while a read of them is under way are read together in the next, one statement:
+        after a failover hundreds of clients resume at once on a node that has never seen
+        them, and a read each, in turn on the reader's connection, took tens of
+        milliseconds each on a busy machine."""
+        asked = self._loop.create_future()
+        self._players_asked.setdefault(token_hash, []).append(asked)
+        if self._reading_players is None or self._reading_players.done():
+            self._reading_players = self._loop.create_task(self._read_players())
+        found: PlayerRecord | None = await asked
+        return found
 
-        async def read(connection: Connection) -> PlayerRecord | None:
-            rows = await _rows(connection, _sql(PLAYER_BY_TOKEN_QUERY), (token_hash,))
-            return player_from_row(rows[0]) if rows else None
+    async def _read_players(self) -> None:
+        """Read the players asked for, all at once, until none is."""
+        query = _sql(PLAYER_BY_TOKEN_QUERY.replace("token_hash = ?", "token_hash = ANY(?)"))
+        while self._players_asked:
+            asked, self._players_asked = self._players_asked, {}
+            digests = list(asked)
 
-        return await self._read(read)
+            async def read(
+                connection: Connection, digests: list[bytes] = digests
+            ) -> dict[bytes, PlayerRecord]:
+                rows = await _rows(connection, query, (digests,))
+                return {player.token_hash: player for player in map(player_from_row, rows)}
+
+            try:
+                found = await self._read(read)
+            except Exception as error:  # (JournalRefused) each caller is refused alike
+                for futures in asked.values():
+                    for future in futures:
+                        if not future.done():
+                            future.set_exception(error)
+                continue
+            for digest, futures in asked.items():
+                for future in futures:
+                    if not future.done():  # (its hello was given up meanwhile)
+                        future.set_result(found.get(digest))
 
     async def read_tournaments(
         self, code: str | None = None, *, include_finished: bool = True

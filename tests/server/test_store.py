@@ -447,6 +447,24 @@ async def test_lapsed_leases_are_taken_in_one_statement_and_two_takers_never_sha
             await store.aclose()
 
 
+async def test_players_asked_for_at_once_are_each_found_or_not(postgres_url: str) -> None:
+    """A failover's resumes ask for many players at once (read together): each caller gets
+    its own player, or ``None`` for a token nobody has, however many ask alike."""
+    store = await PostgresStore.open(postgres_url)
+    try:
+        players = [PlayerRecord(f"p{n}", f"h{n}".encode(), f"n{n}", True, 1.0, last_seen=2.0)
+                   for n in range(30)]
+        await store.write(*players)
+        asked = [*(p.token_hash for p in players), *(p.token_hash for p in players[:5]),
+                 *(f"nobody{n}".encode() for n in range(10))]
+        found = await asyncio.gather(*(store.read_player(digest) for digest in asked))
+        assert found[:35] == [*players, *players[:5]]
+        assert found[35:] == [None] * 10
+        assert await store.read_player(players[7].token_hash) == players[7]  # and on its own
+    finally:
+        await store.aclose()
+
+
 async def test_a_lease_taken_over_fails_only_its_races_writes_in_a_shared_transaction(
     postgres_url: str,
 ) -> None:
