@@ -29,8 +29,8 @@ every write of the race carries that lease's epoch (the store's fence).
   rebuilds them as a restarted server does (every racer still racing gets a fresh
   reconnect grace), and tells every node to send their racers, spectators and entrants
   again (a move that was in flight on the old owner, and never answered, is sent again by
-  the client on seeing its card). Renewals and takeovers run as two tasks: a long
-  takeover delays no renewal.
+  the client on seeing its card). Renewals and takeovers run as two tasks, so a renewal
+  never waits for a takeover's reads.
 - **No split brain.** Whatever a node still writes after another took a lease over (a
   race's clock, a command held while it was stopped) carries the old epoch and is
   refused whole by the store: nothing of it is stored, so nothing of it is acknowledged.
@@ -415,7 +415,7 @@ class ClusterNode:
 
     async def _run(self) -> None:
         """Keep this node's leases, and take others' over, each on its own schedule (a
-        long takeover delays no renewal)."""
+        renewal never waits for a takeover's reads)."""
         await asyncio.gather(self._keep_leases(), self._take_over_when_lapsed())
 
     async def _keep_leases(self) -> None:

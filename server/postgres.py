@@ -622,7 +622,11 @@ class PostgresStore(StoreBase):
         async with self._reading, asyncio.timeout(self._timeout):
             if self._reader is None or self._reader.closed or self._reader.broken:
                 self._reader = await _connect(self.url, self._timeout)
-            return await _snapshot(self._reader, read)
+            async with self._reader.transaction():
+                await self._reader.execute(
+                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                )
+                return await read(self._reader)
 
     async def _read(self, read: Callable[[Connection], Awaitable[T]]) -> T:
         """:meth:`_on_reader`, once more on a new connection if the reader's was found cut
@@ -662,8 +666,8 @@ class PostgresStore(StoreBase):
 
     async def read_races(self, race_ids: Collection[str]) -> Recovered:
         """Those of ``race_ids`` that are unfinished, with their commands and who watches
-        them (no players): what a node reads to take races over, in one snapshot on the
-        connection of leases (a failover's resumes queue their reads on the reader's)."""
+        them (no players): what a node reads to take races over (on the reader's
+        connection: a read of many races must not hold up the renewals)."""
 
         async def read(connection: Connection) -> Recovered:
             ids = list(race_ids)
@@ -677,7 +681,7 @@ class PostgresStore(StoreBase):
                     self.url, f"holds a record that cannot be read ({failure(error)})"
                 ) from None
 
-        return await self._on_lease_connection(lambda connection: _snapshot(connection, read))
+        return await self._read(read)
 
     async def lapsed(self, owner: str, lobby: str) -> Lapsed:
         """The unfinished races outside tournaments and the unfinished tournaments whose
@@ -929,13 +933,6 @@ async def _drive(connection: Connection, job: Job) -> Any:
             statement = job.send(rows)
     except StopIteration as done:
         return done.value
-
-
-async def _snapshot(connection: Connection, read: Callable[[Connection], Awaitable[T]]) -> T:
-    """``read`` in a read-only transaction on ``connection`` that sees one snapshot."""
-    async with connection.transaction():
-        await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        return await read(connection)
 
 
 async def _rows(
