@@ -370,6 +370,11 @@ class ResumingClient(Frames):
 Connection = WireClient | ResumingClient
 
 
+def _resumed(ws: Connection) -> bool:
+    """Whether ``ws`` lost its node and resumed on another."""
+    return isinstance(ws, ResumingClient) and ws.resumes > 0
+
+
 class Generator:
     """All simulated clients of one run, in one event loop."""
 
@@ -664,6 +669,12 @@ class Generator:
             "stranded": len(self.stranded),
             "back_ms": summary(list(self.back_after.values())),
             "ready_ms": summary(list(self.ready_after.values())),
+            # Racers whose connection died with node 0 (they resumed on another node)
+            # and those whose connection lived on (only their race moved).
+            "ready_ms_resumed": summary(
+                [seconds for ws, seconds in self.ready_after.items() if _resumed(ws)]),
+            "ready_ms_stayed": summary(
+                [seconds for ws, seconds in self.ready_after.items() if not _resumed(ws)]),
             "never_back": len(self.stranded) - len(self.back_after),
             "resumed_connections": sum(
                 ws.resumes for ws in self.connections if isinstance(ws, ResumingClient)),
@@ -1175,6 +1186,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
     prefix = f"load-{os.getpid()}-{int(time.time())}"
     processes: list[subprocess.Popen[Any]] = []
     generator: subprocess.Popen[str] | None = None
+    killed_wall: float | None = None
+    takeovers: list[dict[str, Any]] = []
     try:
         for index, node_port in enumerate(ports):
             cluster = (f"--cluster {settings.redis} --cluster-prefix {prefix} "
@@ -1218,7 +1231,7 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         while generator.poll() is None and time.monotonic() - wall_start < settings.duration + 60:
             if kill_at is not None and time.monotonic() >= kill_at:
                 kill_at = None
-                killed_at = time.perf_counter()
+                killed_at, killed_wall = time.perf_counter(), time.time()
                 processes[0].kill()  # SIGKILL: nothing of node 0 runs after this
                 generator.stdin.write(f"killed {killed_at!r}\n")
                 generator.stdin.flush()
@@ -1253,6 +1266,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
                 process.kill()
                 process.wait()
         log.close()
+        if killed_wall is not None:
+            takeovers = takeovers_in(workdir / "target.log", killed_wall)
         database.close()
         shutil.rmtree(workdir, ignore_errors=True)
     connections = max(connected, 1)
@@ -1278,7 +1293,32 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         "rss_peak_mib": rss_peak / 2**20,
         "rss_per_connection_kib": (rss_idle - rss_empty) / connections / 1024,
         "scrape_ms": summary(scrapes),
+        "takeovers": takeovers,
     }
+
+
+#: The phases of a takeover its node logs (``races_taken_over``), in milliseconds.
+TAKEOVER_PHASES = ("lapsed_ms", "acquire_ms", "read_ms", "rebuild_ms", "resync_ms")
+
+
+def takeovers_in(log: Path, killed_at: float) -> list[dict[str, Any]]:
+    """The takeovers the surviving nodes logged (``races_taken_over``) after node 0's kill
+    at ``killed_at`` (wall clock): for each, when it was done (seconds after the kill), how
+    many races and sessions it took, and its phases (:data:`TAKEOVER_PHASES`)."""
+    found = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("event") == "races_taken_over":
+            found.append({
+                "done_s": round(event["ts"] - killed_at, 3),
+                "races": len(event["races"]),
+                "sessions": event.get("sessions"),
+                **{phase: event.get(phase) for phase in TAKEOVER_PHASES},
+            })
+    return found
 
 
 # ---------------------------------------------------------------- reporting
@@ -1869,6 +1909,21 @@ def failover_lines(results: list[dict[str, Any]]) -> list[str]:
             f"Goal (p99 under {FAILOVER_P99_MS / 1000:g} s, every racer back): "
             + ("met" if met else "**not met**") + "."
         )
+        resumed, stayed = failover.get("ready_ms_resumed"), failover.get("ready_ms_stayed")
+        if resumed and stayed and resumed["count"] and stayed["count"]:
+            lines.append(
+                f"  - to the card, p50/p99: {_seconds(resumed['p50'])}/"
+                f"{_seconds(resumed['p99'])} s for the {resumed['count']:,} racers who resumed "
+                f"on another node, {_seconds(stayed['p50'])}/{_seconds(stayed['p99'])} s for "
+                f"the {stayed['count']:,} whose connection lived on."
+            )
+        for taken in r.get("takeovers", []):
+            phases = ", ".join(f"{phase.removesuffix('_ms')} {taken[phase]} ms"
+                               for phase in TAKEOVER_PHASES if taken[phase] is not None)
+            lines.append(
+                f"  - a takeover of {taken['races']:,} races ({taken['sessions']:,} sessions "
+                f"sent their state) done {taken['done_s']:.2f} s after the kill: {phases}."
+            )
     return lines
 
 

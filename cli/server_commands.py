@@ -180,8 +180,8 @@ def register(subparsers: Subparsers) -> None:
     )
     cluster.add_argument(
         "--lease-ttl", type=float, metavar="SECONDS",
-        help="seconds the leading node's lease lasts unrenewed: how long its races stand "
-        "still if it dies, before another node takes them over (default 5)",
+        help="seconds a node's leases last unrenewed: how long its races stand still if it "
+        "dies, before another node takes them over (default 2)",
     )
     serve_parser.set_defaults(run=run_serve)
 

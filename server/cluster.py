@@ -3,8 +3,9 @@
 Every node of a cluster (``foursquare serve --cluster redis://... --db postgresql://...``)
 runs a socket tier and a race tier, and takes any connection. Each race is run by exactly
 one node, the holder of the race's **lease** (a row of the store's ``leases`` table, held
-for ``lease_ttl`` seconds and renewed every third of that), and every write of the race
-carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
+for ``lease_ttl`` seconds and renewed :data:`RENEWALS_PER_LEASE` times in that time), and
+every write of the race carries that lease's epoch (the store's fence).
+:class:`ClusterNode` runs this:
 
 - **Where races run.** A private race, and a tournament with its races, runs on the
   node where it was asked for. The **lobby** (quick races and public races, the list of
@@ -22,21 +23,24 @@ carries that lease's epoch (the store's fence). :class:`ClusterNode` runs this:
   go, and tells the chosen node (:class:`~server.bus.TakeRace`), which takes the lease
   and rebuilds the race from the store as in a takeover; the held commands follow the
   lease. A chosen node that is gone or slow takes nothing: the race's lease has lapsed,
-  so whichever node takes lapsed races over first (every ``lease_ttl / 3``, the leader
-  too) runs it; the lease admits one owner whoever it is.
-- **Renewal.** Every ``lease_ttl / 3`` a node renews all its leases in one statement. It
-  handles a command only while its leases are surely still its own by its own clock
-  (``lease_ttl`` from the moment it asked for the last renewal, less a tenth); past that
-  it holds commands until a renewal answers. A lease found taken drops its race alone,
-  or its tournament with the tournament's races (held commands for them go on to their
-  new owner); the lobby's found taken makes the node lead no more.
-- **Taking over.** Every ``lease_ttl / 3`` a node also looks for unfinished races and
-  tournaments whose lease has lapsed (their node died, stopped, or let them go) and
-  acquires them, one statement each deciding the winner; it reads them from the store,
+  so whichever node takes lapsed races over first (see *Taking over*, the leader too)
+  runs it; the lease admits one owner whoever it is.
+- **Renewal.** Every ``lease_ttl / RENEWALS_PER_LEASE`` a node renews all its leases in
+  one statement. It handles a command only while its leases are surely still its own by
+  its own clock (``lease_ttl`` from the moment it asked for the last renewal, less a
+  tenth); past that it holds commands until a renewal answers. A lease found taken drops
+  its race alone, or its tournament with the tournament's races (held commands for them
+  go on to their new owner); the lobby's found taken makes the node lead no more.
+- **Taking over.** A node looks for unfinished races and tournaments whose lease has
+  lapsed (their node died, stopped, or let them go) when the first lease another node
+  holds expires, as read at its last look, or a renewal period after that look if
+  sooner; it acquires all it finds in one statement (:data:`TAKEN_AT_ONCE` at most, the
+  rest right after), which decides the winner of each. It reads them from the store,
   rebuilds them as a restarted server does (every racer still racing gets a fresh
   reconnect grace), and tells every node to send their racers, spectators and entrants
   again (a move that was in flight on the old owner, and never answered, is sent again by
-  the client on seeing its card).
+  the client on seeing its card). Renewals and takeovers run as two tasks, so a renewal
+  never waits for a takeover's reads.
 - **No split brain.** Whatever a node still writes after another took a lease over (a
   race's clock, a command held while it was stopped) carries the old epoch and is
   refused whole by the store: nothing of it is stored, so nothing of it is acknowledged.
@@ -58,9 +62,11 @@ import logging
 import os
 import secrets
 import socket
+import time
 from collections.abc import Collection, Container, Coroutine
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from protocol import CreateRace, DailyRace, ErrorCode, QuickRace
 from server.bus import Command, Request, TakeRace
@@ -78,12 +84,23 @@ from server.store import Lease, LeaseHeld, LeaseLost, StoreError, StoreUnavailab
 #: after that, so this leaves room for clocks that do not tick quite alike.
 TRUSTED_SHARE = 0.9
 
+T = TypeVar("T")
+
 #: Race ids a node holds the lease of before it needs them (a new race takes one at once;
 #: a quarter used, as many are leased again in one statement).
 RESERVED_RACE_IDS = 64
 
-#: Races a node takes over in one turn at most (the rest at the next turns, or by others).
-TAKEN_AT_ONCE = 200
+#: Races and tournaments a node acquires in one statement and rebuilds together at most
+#: (the rest right after, in the same turn): it bounds one read of the store.
+TAKEN_AT_ONCE = 1000
+
+#: Renewals of a lease in one lease's time: a node renews all its leases every
+#: ``lease_ttl / RENEWALS_PER_LEASE`` seconds, and so survives a pause (of its process, or
+#: of the database) of up to about ``lease_ttl * (1 - 1 / RENEWALS_PER_LEASE)`` without
+#: losing its races. A lease lapses ``lease_ttl`` after its last renewal, so it lapses
+#: between ``lease_ttl * (1 - 1 / RENEWALS_PER_LEASE)`` and ``lease_ttl`` after its node
+#: dies: the renewals' cadence changes the best case, never the worst.
+RENEWALS_PER_LEASE = 4
 
 
 def new_node_id() -> str:
@@ -98,6 +115,31 @@ def _may_open_a_race(command: Command) -> bool:
     return isinstance(command, Request) and isinstance(
         command.message, QuickRace | CreateRace | DailyRace
     )
+
+
+class Look(Enum):
+    """Why a node looked for lapsed leases when it did (said in its takeovers' log)."""
+
+    START = "start"
+    """Its first look, as it starts."""
+    AT_EXPIRY = "at_expiry"
+    """At the expiry of a lease, read at its last look, that another node held."""
+    PERIODIC = "periodic"
+    """A renewal period after its last look (no lease of another's expired sooner)."""
+    HANDED = "handed"
+    """Not a look: the leader handed it a race it placed here (:class:`~server.bus.TakeRace`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Taking:
+    """How a node came to take races over, for its ``races_taken_over`` log line."""
+
+    looked: Look
+    lapsed_ms: int | None
+    """How long after the last of the leases lapsed it saw them lapsed (the database's
+    clock against this node's: alike on one machine)."""
+    acquire_ms: int
+    """How long acquiring them took."""
 
 
 class NodeRole(Enum):
@@ -390,26 +432,52 @@ class ClusterNode:
     # ------------------------------------------------------------- campaign
 
     async def _run(self) -> None:
-        while not self._stopping:
-            try:
-                await self._turn()
-            except Exception as error:  # the campaign must outlive any one failure
-                log_event("internal_error", logging.ERROR, error=failure(error))
-            await asyncio.sleep(self._ttl / 3)
+        """Keep this node's leases, and take others' over, each on its own schedule (a
+        renewal never waits for a takeover's reads)."""
+        await asyncio.gather(self._keep_leases(), self._take_over_when_lapsed())
 
-    async def _turn(self) -> None:
+    async def _keep_leases(self) -> None:
+        while not self._stopping:
+            await self._outliving(self._renewal_turn())
+            await asyncio.sleep(self._ttl / RENEWALS_PER_LEASE)
+
+    async def _renewal_turn(self) -> None:
         if self.role is NodeRole.SUSPENDED:
             await self._store.available()
             await self._resume()
         await self._renew()
+        if self.role is not NodeRole.SUSPENDED:
+            self._reserve_soon()
+
+    async def _take_over_when_lapsed(self) -> None:
+        """Look for lapsed leases as soon as one can have lapsed: when the first lease of
+        another node's that this one may take over expires unrenewed (its node died, or
+        stopped), or a renewal period after the last look (a lease let go, or made since,
+        lapses without expiring as read)."""
+        looked = Look.START
+        while not self._stopping:
+            next_in = await self._outliving(self._takeover_turn(looked))
+            pause, looked = self._ttl / RENEWALS_PER_LEASE, Look.PERIODIC
+            if next_in is not None and next_in <= pause:
+                pause, looked = next_in, Look.AT_EXPIRY
+            await asyncio.sleep(pause)
+
+    async def _takeover_turn(self, looked: Look) -> float | None:
         if self.role is NodeRole.SUSPENDED:
-            return
-        self._reserve_soon()
+            return None  # the renewals resume it
         if self.role is NodeRole.FOLLOWER:
             await self._try_to_lead()
         if self.role is NodeRole.LEADER:
             await self._read_loads()
-        await self._take_over_lapsed()
+        return await self._take_over_lapsed(looked)
+
+    async def _outliving(self, turn: Coroutine[Any, Any, T]) -> T | None:
+        """``turn``'s result; ``None`` if it failed (the campaign outlives any failure)."""
+        try:
+            return await turn
+        except Exception as error:
+            log_event("internal_error", logging.ERROR, error=failure(error))
+            return None
 
     async def _try_to_lead(self) -> None:
         asked = self._loop.time()
@@ -427,37 +495,54 @@ class ClusterNode:
         log_event("leader", node=self.node_id, epoch=lease.epoch)
         self._bus.resync([LOBBY_LEASE], ())  # every node reads the lobby's owner again
 
-    async def _take_over_lapsed(self) -> None:
+    async def _take_over_lapsed(self, looked: Look) -> float | None:
         """Acquire the lapsed leases of unfinished races and tournaments, and run them
-        here."""
+        here, :data:`TAKEN_AT_ONCE` at a time without a pause; the seconds until the next
+        lease another node holds can lapse (``None``: none can, or the store cannot say)."""
         try:
-            races, tournaments = await self._store.lapsed()
+            lapsed = await self._store.lapsed(self.node_id, LOBBY_LEASE)
         except (StoreError, JournalRefused):
-            return
-        taken: dict[str, list[str]] = {"races": [], "tournaments": []}
-        for kind, resources in (("races", races), ("tournaments", tournaments)):
-            for resource in resources[:TAKEN_AT_ONCE]:
-                if self.owns(resource):
-                    continue
-                try:
-                    lease = await self._store.acquire_lease(resource, self.node_id, self._ttl)
-                except LeaseHeld:
-                    continue  # another node was quicker
-                except StoreError:
-                    break
-                if resource in self._taking:
-                    continue  # handed over here meanwhile, and being taken (_take_placed)
-                self._leases[resource] = lease
-                self._taking.add(resource)
-                taken[kind].append(resource)
-        if taken["races"] or taken["tournaments"]:
-            await self._bring_back(taken["races"], taken["tournaments"])
+            return None
+        lapsed_ms = (None if lapsed.lapsed_at is None
+                     else round((time.time() - lapsed.lapsed_at) * 1000))
+        # (A race handed over here is taken by _take_placed, which marks it as taking.)
+        races = [race_id for race_id in lapsed.races
+                 if not self.owns(race_id) and race_id not in self._taking]
+        tournaments = [code for code in lapsed.tournaments if not self.owns(code)]
+        while (races or tournaments) and not self._suspended():
+            some_races, races = races[:TAKEN_AT_ONCE], races[TAKEN_AT_ONCE:]
+            room = TAKEN_AT_ONCE - len(some_races)
+            some_tournaments, tournaments = tournaments[:room], tournaments[room:]
+            asked = self._loop.time()
+            try:
+                leases = await self._store.acquire_lapsed(
+                    [*some_races, *some_tournaments], self.node_id, self._ttl
+                )
+            except StoreError:
+                break  # the store is down: the renewals say so
+            # One handed over here while the statement ran is _take_placed's to bring back.
+            leases = [lease for lease in leases if lease.resource_id not in self._taking]
+            for lease in leases:
+                self._leases[lease.resource_id] = lease
+                self._taking.add(lease.resource_id)
+            won = {lease.resource_id for lease in leases}  # another node won the others
+            await self._bring_back(
+                [race_id for race_id in some_races if race_id in won],
+                [code for code in some_tournaments if code in won],
+                Taking(looked, lapsed_ms, round((self._loop.time() - asked) * 1000)),
+            )
+        return lapsed.next_in
 
-    async def _bring_back(self, race_ids: list[str], tournament_ids: list[str]) -> None:
+    async def _bring_back(
+        self, race_ids: list[str], tournament_ids: list[str], taking: Taking
+    ) -> None:
         """Rebuild the races and tournaments (with their races) whose leases this node
         has just taken, and have their racers, spectators and entrants sent where they
-        stand."""
+        stand (``taking``: how it took them, for the log line)."""
+        if not race_ids and not tournament_ids:
+            return
         async with self._changing:
+            started = self._loop.time()
             tier = self.tier
             taken = [*race_ids, *tournament_ids]
             of_tournaments: list[tuple[str, str]] = []
@@ -475,6 +560,7 @@ class ClusterNode:
                     kept for code in tournament_ids
                     for kept in await self._store.read_tournaments(code, include_finished=False)
                 ]
+                read = self._loop.time()
                 sessions = tier.take_over(recovered)
                 sessions.extend(await tier.tournaments.take_over(stored))
             except Exception as error:  # nothing may stay half taken: let them all go
@@ -501,11 +587,17 @@ class ClusterNode:
                     self._gone(resource)  # over, or nobody left in it: kept for good
                 elif resource in tournament_ids and resource not in kept:
                     self._gone(resource)  # finished meanwhile
-        log_event("races_taken_over", node=self.node_id, races=race_ids,
-                  tournaments=tournament_ids)
-        self._bus.resync([*taken, *(race_id for race_id, _ in of_tournaments)],
-                         list(dict.fromkeys(sessions)))
+        rebuilt = self._loop.time()
+        sessions = list(dict.fromkeys(sessions))
+        self._bus.resync([*taken, *(race_id for race_id, _ in of_tournaments)], sessions)
         self._put_through_held()
+        log_event("races_taken_over", node=self.node_id, races=race_ids,
+                  tournaments=tournament_ids, sessions=len(sessions),
+                  looked=taking.looked.value, lapsed_ms=taking.lapsed_ms,
+                  acquire_ms=taking.acquire_ms,
+                  read_ms=round((read - started) * 1000),
+                  rebuild_ms=round((rebuilt - read) * 1000),
+                  resync_ms=round((self._loop.time() - rebuilt) * 1000))
 
     # ------------------------------------------------------------- placing
 
@@ -558,6 +650,7 @@ class ClusterNode:
         if self.owns(race_id) or self._suspended() or self.tier is None:
             return
         self._taking.add(race_id)  # (the takeover of lapsed races leaves it to this one)
+        asked = self._loop.time()
         try:
             lease = await self._store.acquire_lease(race_id, self.node_id, self._ttl)
         except StoreError:  # (LeaseHeld: another node was quicker; or the store is down)
@@ -567,7 +660,8 @@ class ClusterNode:
         if self._suspended():
             return  # (let go on suspending: it lapses for another node)
         self._leases[race_id] = lease
-        await self._bring_back([race_id], [])
+        acquire_ms = round((self._loop.time() - asked) * 1000)
+        await self._bring_back([race_id], [], Taking(Look.HANDED, None, acquire_ms))
 
     # ------------------------------------------------------------- failures
 

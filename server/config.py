@@ -84,11 +84,13 @@ class ServerConfig:
     """This node's name in the cluster (who holds a lease); ``None``: one is made at
     start from the host's name, the process id and a random part
     (:func:`server.cluster.new_node_id`), so that a restarted node is a new one."""
-    lease_ttl: float = 5.0
-    """Seconds a cluster's leader holds its lease without renewing it (it renews every
-    third of that). A leader that dies is replaced once this has passed, so it bounds
-    how long its races stand still; too short, and a leader slowed for a moment (a long
-    pause of its process, a slow database) loses its races to another node."""
+    lease_ttl: float = 2.0
+    """Seconds a node of a cluster holds a lease (its races', the lobby's) without renewing
+    it (it renews every quarter of that: :data:`server.cluster.RENEWALS_PER_LEASE`). A node
+    that dies has its races taken over once this has passed, so it bounds how long they
+    stand still; a node that pauses longer than about three quarters of it (a stop of its
+    process, a database that does not answer) loses its races to another node, which
+    takes them over as if it had died (its late writes are refused: nothing is lost)."""
     failover_wait: float = 15.0
     """Seconds a node keeps trying to hand a command to the cluster's leader when no
     node leads (a failover under way, or Redis cut off); then the request is refused with

@@ -250,17 +250,36 @@ _UNFINISHED_OF = (
     " WHERE finished_at IS NULL AND race_id = ANY(%s) ORDER BY created_at"
 )
 _WATCHING_OF = "SELECT player_id, race_id FROM watching WHERE race_id = ANY(%s) ORDER BY seq"
+#: The leases of unfinished races outside tournaments (what a node of a cluster may take
+#: over once lapsed: a tournament's races come with their tournament) ...
+_RACE_LEASES = (
+    "races r JOIN leases l ON l.resource_id = r.race_id"
+    " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL"
+)
+#: ... and of unfinished tournaments.
+_TOURNAMENT_LEASES = (
+    "tournaments t JOIN leases l ON l.resource_id = t.tournament_id"
+    " WHERE t.status <> 'finished'"
+)
 #: Unfinished races outside tournaments whose lease has lapsed: any node may take them.
 _LAPSED_RACES = (
-    "SELECT r.race_id FROM races r JOIN leases l ON l.resource_id = r.race_id"
-    " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL AND l.expires_at <= {now}"
+    "SELECT r.race_id, l.expires_at FROM " + _RACE_LEASES + " AND l.expires_at <= {now}"
     " ORDER BY r.created_at"
 )
 #: Unfinished tournaments whose lease has lapsed.
 _LAPSED_TOURNAMENTS = (
-    "SELECT t.tournament_id FROM tournaments t JOIN leases l ON l.resource_id ="
-    " t.tournament_id WHERE t.status <> 'finished' AND l.expires_at <= {now}"
-    " ORDER BY t.created_at"
+    "SELECT t.tournament_id, l.expires_at FROM " + _TOURNAMENT_LEASES
+    + " AND l.expires_at <= {now} ORDER BY t.created_at"
+)
+#: Seconds until the first of the leases a node may take over (those above, and the
+#: lobby's) that another node holds can lapse, on the database's clock (NULL: none can):
+#: when that node looks for lapsed leases next.
+_NEXT_LAPSE = (
+    "SELECT min(held.expires_at) - {now} FROM ("
+    "SELECT l.expires_at, l.owner FROM " + _RACE_LEASES
+    + " UNION ALL SELECT l.expires_at, l.owner FROM " + _TOURNAMENT_LEASES
+    + " UNION ALL SELECT expires_at, owner FROM leases WHERE resource_id = %s"
+    ") AS held WHERE held.owner <> %s AND held.expires_at > {now}"
 )
 #: The unfinished races of some tournaments (the node taking a tournament over takes them).
 _TOURNAMENT_RACES = (
@@ -284,13 +303,30 @@ _LEASE_FRESH = (
 )
 #: The rows are locked in the order of their ids first, the order ``foursquare_fence``
 #: locks them in: rows locked in another order could deadlock with a write transaction
-#: (each holding a row the other waits for) until the database broke the tie.
+#: (each holding a row the other waits for) until the database broke the tie. "Now" is
+#: read once (a subquery), so the leases renewed together lapse together: a node that
+#: wakes at the first one's expiry finds them all lapsed, and takes them in one turn.
 _RENEW_LEASES = (
     "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
     " ORDER BY resource_id FOR NO KEY UPDATE)"
-    " UPDATE leases SET expires_at = {now} + %s FROM unnest(%s::text[], %s::bigint[])"
+    " UPDATE leases SET expires_at = (SELECT {now}) + %s FROM unnest(%s::text[], %s::bigint[])"
     " AS held(resource, epoch) WHERE leases.resource_id = held.resource AND leases.epoch ="
     " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
+    " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
+)
+#: Lapsed leases (or ``owner``'s own), taken for ``owner`` in one statement, each at its
+#: next epoch: the same rule as :data:`server.store.ACQUIRE_LEASE` for many rows, their
+#: rows locked in the order of their ids first as :data:`_RENEW_LEASES` does. A row
+#: another node took since it was read is seen under its lock as it is now (renewed, so
+#: no longer lapsed) and left out: of two nodes taking one lease, one alone has it. Those
+#: taken expire together, as renewed ones do.
+_ACQUIRE_LAPSED = (
+    "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
+    " ORDER BY resource_id FOR NO KEY UPDATE)"
+    " UPDATE leases SET owner = %s, epoch = leases.epoch + 1,"
+    " expires_at = (SELECT {now}) + %s"
+    " WHERE leases.resource_id IN (SELECT resource_id FROM locked)"
+    " AND (leases.owner = %s OR leases.expires_at <= {now})"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
 _COMMANDS_OF = (
@@ -298,6 +334,22 @@ _COMMANDS_OF = (
 )
 
 Connection = psycopg.AsyncConnection[tuple[Any, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Lapsed:
+    """What a node of a cluster may take over now, and when it should look again."""
+
+    races: list[str]
+    """Unfinished races outside tournaments whose lease has lapsed, oldest first."""
+    tournaments: list[str]
+    """Unfinished tournaments whose lease has lapsed, oldest first."""
+    lapsed_at: float | None
+    """When the last of those leases lapsed (seconds since the Unix epoch, on the
+    database's clock); ``None`` if none has."""
+    next_in: float | None
+    """Seconds until the next of the leases above or the lobby's, held by another node
+    and not lapsed yet, can lapse (``None``: none can)."""
 
 
 @dataclass(slots=True)
@@ -347,8 +399,17 @@ class PostgresStore(StoreBase):
         self._connection: Connection | None = connection
         """The writer's connection; ``None`` while the database cannot be reached."""
         self._reader: Connection | None = None
-        """Reads and lease statements, never inside the writer's pipeline."""
+        """Reads, never inside the writer's pipeline."""
         self._reading = asyncio.Lock()
+        self._leasing: Connection | None = None
+        """A cluster's lease statements and its look for lapsed leases, on a connection of
+        their own: never queued behind the reads that sessions make (a failover's resumes
+        read hundreds of players at once), which would delay a node's renewals past its
+        leases' expiry, and its takeovers."""
+        self._lease_lock = asyncio.Lock()
+        self._players_asked: dict[bytes, list[asyncio.Future[PlayerRecord | None]]] = {}
+        """Players asked for by resume token digest, to read in the next read of them."""
+        self._reading_players: asyncio.Task[None] | None = None
         self._jobs: Connection | None = None
         """Jobs that write (:meth:`run`), one at a time."""
         self._running_job = asyncio.Lock()
@@ -554,10 +615,10 @@ class PostgresStore(StoreBase):
         await self._writer
         if self._reconnecting is not None:
             self._reconnecting.cancel()
-        for connection in (self._connection, self._reader, self._jobs):
+        for connection in (self._connection, self._reader, self._leasing, self._jobs):
             if connection is not None:
                 await connection.close()
-        self._connection = self._reader = self._jobs = None
+        self._connection = self._reader = self._leasing = self._jobs = None
 
     # ------------------------------------------------------------- reading
 
@@ -611,7 +672,8 @@ class PostgresStore(StoreBase):
 
     async def read_races(self, race_ids: Collection[str]) -> Recovered:
         """Those of ``race_ids`` that are unfinished, with their commands and who watches
-        them (no players): what a node reads to take races over."""
+        them (no players): what a node reads to take races over (on the reader's
+        connection: a read of many races must not hold up the renewals)."""
 
         async def read(connection: Connection) -> Recovered:
             ids = list(race_ids)
@@ -627,16 +689,24 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
-    async def lapsed(self) -> tuple[list[str], list[str]]:
+    async def lapsed(self, owner: str, lobby: str) -> Lapsed:
         """The unfinished races outside tournaments and the unfinished tournaments whose
-        lease has lapsed, oldest first: what a node of a cluster may take over."""
+        lease has lapsed, oldest first (what a node of a cluster may take over), and when
+        the next of those and ``lobby``'s that a node other than ``owner`` holds can
+        lapse."""
 
-        async def read(connection: Connection) -> tuple[list[str], list[str]]:
+        async def read(connection: Connection) -> Lapsed:
             races = await _rows(connection, _LAPSED_RACES.format(now=_NOW))
             tournaments = await _rows(connection, _LAPSED_TOURNAMENTS.format(now=_NOW))
-            return [row[0] for row in races], [row[0] for row in tournaments]
+            ((after,),) = await _rows(connection, _NEXT_LAPSE.format(now=_NOW), (lobby, owner))
+            return Lapsed(
+                races=[row[0] for row in races],
+                tournaments=[row[0] for row in tournaments],
+                lapsed_at=max((row[1] for row in [*races, *tournaments]), default=None),
+                next_in=after,
+            )
 
-        return await self._read(read)
+        return await self._on_lease_connection(read)
 
     async def races_of(self, tournament_ids: Collection[str]) -> list[tuple[str, str]]:
         """The unfinished races of these tournaments, oldest first, each with its
@@ -690,16 +760,35 @@ class PostgresStore(StoreBase):
             self._held = {**self._held, **{lease.resource_id: lease for lease in taken}}
         return taken
 
-    async def _on_lease_connection(
-        self, run: Callable[[Connection], Awaitable[list[tuple[Any, ...]]]]
-    ) -> list[tuple[Any, ...]]:
-        """``run`` one statement (its own transaction) on the connection of reads and
-        leases; a database that cannot be reached is :class:`StoreUnavailable`."""
+    async def acquire_lapsed(
+        self, resource_ids: Collection[str], owner: str, ttl: float
+    ) -> list[Lease]:
+        """Take for ``owner`` those of ``resource_ids``' leases that have lapsed (or are
+        ``owner``'s), in one statement, each at its next epoch: what a node of a cluster
+        takes over (those another node took first are left out)."""
+        if not resource_ids:
+            return []
+        ids = sorted(resource_ids)
+
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(
+                connection, _ACQUIRE_LAPSED.format(now=_NOW), (ids, owner, ttl, owner)
+            )
+
+        rows = await self._on_lease_connection(run)
+        taken = [Lease(*row) for row in rows]
+        with self._held_lock:
+            self._held = {**self._held, **{lease.resource_id: lease for lease in taken}}
+        return taken
+
+    async def _on_lease_connection(self, run: Callable[[Connection], Awaitable[T]]) -> T:
+        """``run`` statements (each its own transaction) on the connection of leases; a
+        database that cannot be reached is :class:`StoreUnavailable`."""
         try:
-            async with self._reading, asyncio.timeout(self._timeout):
-                if self._reader is None or self._reader.closed or self._reader.broken:
-                    self._reader = await _connect(self.url, self._timeout)
-                return await run(self._reader)
+            async with self._lease_lock, asyncio.timeout(self._timeout):
+                if self._leasing is None or self._leasing.closed or self._leasing.broken:
+                    self._leasing = await _connect(self.url, self._timeout)
+                return await run(self._leasing)
         except (psycopg.OperationalError, TimeoutError) as error:
             raise self._unavailable(_reason(error)) from None
 
@@ -766,13 +855,43 @@ class PostgresStore(StoreBase):
         return await self._read(read)
 
     async def read_player(self, token_hash: bytes) -> PlayerRecord | None:
-        """The stored player whose resume token has digest ``token_hash``."""
+        """The stored player whose resume token has digest ``token_hash``. Those asked for
+        while a read of them is under way are read together in the next, one statement:
+        after a failover hundreds of clients resume at once on a node that has never seen
+        them, and a read each, in turn on the reader's connection, took tens of
+        milliseconds each on a busy machine."""
+        asked = self._loop.create_future()
+        self._players_asked.setdefault(token_hash, []).append(asked)
+        if self._reading_players is None or self._reading_players.done():
+            self._reading_players = self._loop.create_task(self._read_players())
+        found: PlayerRecord | None = await asked
+        return found
 
-        async def read(connection: Connection) -> PlayerRecord | None:
-            rows = await _rows(connection, _sql(PLAYER_BY_TOKEN_QUERY), (token_hash,))
-            return player_from_row(rows[0]) if rows else None
+    async def _read_players(self) -> None:
+        """Read the players asked for, all at once, until none is."""
+        query = _sql(PLAYER_BY_TOKEN_QUERY.replace("token_hash = ?", "token_hash = ANY(?)"))
+        while self._players_asked:
+            asked, self._players_asked = self._players_asked, {}
+            digests = list(asked)
 
-        return await self._read(read)
+            async def read(
+                connection: Connection, digests: list[bytes] = digests
+            ) -> dict[bytes, PlayerRecord]:
+                rows = await _rows(connection, query, (digests,))
+                return {player.token_hash: player for player in map(player_from_row, rows)}
+
+            try:
+                found = await self._read(read)
+            except Exception as error:  # (JournalRefused) each caller is refused alike
+                for futures in asked.values():
+                    for future in futures:
+                        if not future.done():
+                            future.set_exception(error)
+                continue
+            for digest, futures in asked.items():
+                for future in futures:
+                    if not future.done():  # (its hello was given up meanwhile)
+                        future.set_result(found.get(digest))
 
     async def read_tournaments(
         self, code: str | None = None, *, include_finished: bool = True

@@ -392,7 +392,10 @@ class SocketTier:
                     return None
                 if stored is not None and self.sessions.get(stored.player_id) is None:
                     self._know(stored)
-                    found = self.sessions.resume(hello.resume)
+                # Looked up again even if it was known meanwhile: an earlier hello with
+                # this token (its connection closed while its read waited, a failover's
+                # resumes being many) may have registered it during this read.
+                found = self.sessions.resume(hello.resume)
             if found is None:
                 await self._refuse_and_close(
                     connection,

@@ -182,8 +182,19 @@ def test_a_killed_owners_racers_resume_on_the_other_node_and_move_again(
     assert failover["back_ms"]["count"] == failover["ready_ms"]["count"] == 8
     assert failover["resumed_connections"] >= 5  # four racers and a spectator at least
     assert result["errors"] == 0, result["error_codes"]
-    [line] = failover_lines([result])
+    # The surviving node took both races over (at once, or one at each look) and logged
+    # each takeover's phases, which the run keeps.
+    takeovers = result["takeovers"]
+    assert sum(taken["races"] for taken in takeovers) == 2, takeovers
+    assert all(taken["done_s"] > 0 and taken["acquire_ms"] is not None for taken in takeovers)
+    line, *details = failover_lines([result])
     assert "8 racers were in its races; 8 moved again" in line
+    phases = [detail for detail in details if "a takeover of" in detail]
+    assert len(phases) == len(takeovers)
+    assert all("read" in phase for phase in phases)
+    # The four racers of node 0 resumed elsewhere, the four of node 1 did not.
+    assert failover["ready_ms_resumed"]["count"] == failover["ready_ms_stayed"]["count"] == 4
+    assert any("4 racers who resumed" in detail for detail in details)
 
 
 def test_the_failover_goal_wants_every_racer_back() -> None:

@@ -42,7 +42,7 @@ from protocol import (
 from protocol.result import RaceResult, verify_result
 from tests.conftest import ServerProcess, run_server_process
 
-#: Seconds a node's lease lasts unrenewed in these tests (the default is 5).
+#: Seconds a node's lease lasts unrenewed in these tests (the default too).
 LEASE_TTL = 2.0
 
 #: Seconds a test waits for something that should come (a leader, a race's end).
@@ -124,8 +124,9 @@ def running_cluster(
     tmp_path: Path, db: str, redis_url: str, prefix: str, count: int = 3,
     lease_ttl: float = LEASE_TTL, extra: Sequence[str] = (),
 ) -> Iterator[Cluster]:
-    """``count`` nodes (``n1``...), started in order, stopped (or killed) at the end;
-    ``extra``: more options of ``foursquare serve`` for each."""
+    """``count`` nodes (``n1``...), started in order, stopped (or killed) at the end, each
+    holding its leases for ``lease_ttl`` seconds; ``extra``: more options of ``foursquare
+    serve`` for each."""
     with contextlib.ExitStack() as stack:
         nodes = {
             f"n{index}": stack.enter_context(run_server_process(

@@ -404,6 +404,67 @@ async def test_leases_are_renewed_in_one_statement_and_one_taken_over_is_let_go(
         await node_b.aclose()
 
 
+async def test_lapsed_leases_are_taken_in_one_statement_and_two_takers_never_share_one(
+    postgres_url: str,
+) -> None:
+    """A node's look for lapsed leases, as two surviving nodes make it at once: each
+    lapsed lease is taken by one of them (one statement each, at the next epoch), a lease
+    still held or kept for good is left alone, and the old holder's writes are refused."""
+    dead = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    try:
+        lapsing = [f"R{index:03}" for index in range(300)]
+        old = {lease.resource_id: lease for lease in await dead.lease_fresh(lapsing, "dead", 0.5)}
+        await dead.write(*(RaceOpened(race, "s", OPTIONS, None, 0.0) for race in lapsing))
+        live = await dead.acquire_lease("LIVE", "dead", 60.0)
+        kept = await dead.acquire_lease("KEPT", "dead", None)
+        renewed = await dead.renew_leases(list(old.values()), 2.0)
+        assert len({lease.expires_at for lease in renewed}) == 1  # renewed together, as one
+        lapsed = await node_a.lapsed("node-a", "LOBBY")
+        assert lapsed.races == [] and lapsed.next_in is not None and 0 < lapsed.next_in <= 2.0
+        await asyncio.sleep(lapsed.next_in)
+        lapsed = await node_a.lapsed("node-a", "LOBBY")
+        assert sorted(lapsed.races) == lapsing
+        wanted = [*lapsing, "LIVE", "KEPT"]
+        taken_a, taken_b = await asyncio.gather(
+            node_a.acquire_lapsed(wanted, "node-a", 30.0),
+            node_b.acquire_lapsed(list(reversed(wanted)), "node-b", 30.0),
+        )
+        by_a = {lease.resource_id for lease in taken_a}
+        by_b = {lease.resource_id for lease in taken_b}
+        assert not by_a & by_b
+        assert sorted(by_a | by_b) == lapsing
+        for lease in [*taken_a, *taken_b]:
+            assert lease.epoch == old[lease.resource_id].epoch + 1
+        assert set(node_a.held_leases) == by_a and set(node_b.held_leases) == by_b
+        assert await dead.read_lease("LIVE") == live and await dead.read_lease("KEPT") == kept
+        with pytest.raises(LeaseLost):
+            await dead.write(*moves("R000", 1, 1))
+        assert (await node_a.lapsed("node-a", "LOBBY")).races == []
+    finally:
+        for store in (dead, node_a, node_b):
+            await store.aclose()
+
+
+async def test_players_asked_for_at_once_are_each_found_or_not(postgres_url: str) -> None:
+    """A failover's resumes ask for many players at once (read together): each caller gets
+    its own player, or ``None`` for a token nobody has, however many ask alike."""
+    store = await PostgresStore.open(postgres_url)
+    try:
+        players = [PlayerRecord(f"p{n}", f"h{n}".encode(), f"n{n}", True, 1.0, last_seen=2.0)
+                   for n in range(30)]
+        await store.write(*players)
+        asked = [*(p.token_hash for p in players), *(p.token_hash for p in players[:5]),
+                 *(f"nobody{n}".encode() for n in range(10))]
+        found = await asyncio.gather(*(store.read_player(digest) for digest in asked))
+        assert found[:35] == [*players, *players[:5]]
+        assert found[35:] == [None] * 10
+        assert await store.read_player(players[7].token_hash) == players[7]  # and on its own
+    finally:
+        await store.aclose()
+
+
 async def test_a_lease_taken_over_fails_only_its_races_writes_in_a_shared_transaction(
     postgres_url: str,
 ) -> None:
