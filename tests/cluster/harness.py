@@ -40,6 +40,7 @@ from protocol import (
     Welcome,
 )
 from protocol.result import RaceResult, verify_result
+from server.cluster import RENEWALS_PER_LEASE
 from tests.conftest import ServerProcess, run_server_process
 
 #: Seconds a node's lease lasts unrenewed in these tests (the default too).
@@ -58,6 +59,7 @@ class Cluster:
 
     nodes: dict[str, ServerProcess]
     db: str
+    lease_ttl: float = LEASE_TTL
 
     def addresses(self, first: str) -> list[str]:
         """Every node's address, ``first``'s first."""
@@ -77,6 +79,23 @@ class Cluster:
                 " AND expires_at > extract(epoch FROM clock_timestamp())", (resource,)
             ).fetchone()
         return None if row is None else str(row[0])
+
+    async def wait_for_every_node_live(self) -> None:
+        """Once every node holds a lease (as each does once it has leased race ids
+        ahead), and the leader has looked at the leases twice since: its map of the nodes'
+        loads, where it places races, then names them all."""
+        deadline = time.monotonic() + PATIENCE
+        while time.monotonic() < deadline:
+            with psycopg.connect(self.db, autocommit=True) as connection:
+                live = {str(row[0]) for row in connection.execute(
+                    "SELECT DISTINCT owner FROM leases"
+                    " WHERE expires_at > extract(epoch FROM clock_timestamp())"
+                )}
+            if live >= set(self.nodes):
+                await asyncio.sleep(2 * self.lease_ttl / RENEWALS_PER_LEASE)
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"not every node holds a lease: {sorted(live)}")
 
     def log(self, name: str) -> list[dict[str, object]]:
         """Node ``name``'s log lines so far."""
@@ -135,7 +154,7 @@ def running_cluster(
             ))
             for index in range(1, count + 1)
         }
-        yield Cluster(nodes, db)
+        yield Cluster(nodes, db, lease_ttl)
 
 
 class Racer(Bot):

@@ -72,6 +72,7 @@ class Placing:
 async def placing(cluster: Cluster) -> Placing:
     """Two racers asking for a quick race away from the node it will be placed on."""
     leader = await cluster.wait_for_leader()
+    await cluster.wait_for_every_node_live()
     chosen = least_loaded(dict.fromkeys(cluster.nodes, 0), here=leader)
     (third,) = set(cluster.nodes) - {leader, chosen}
     racers = racers_on(cluster, [leader, third], "r", pace=0.2)
@@ -86,6 +87,7 @@ async def test_started_quick_races_go_to_the_least_loaded_nodes_and_are_played_t
         tmp_path, postgres_url, redis_url, cluster_prefix, extra=SLOW_COUNTDOWN
     ) as cluster:
         leader = await cluster.wait_for_leader()
+        await cluster.wait_for_every_node_live()
         # One racer on each node, in one quick race formed by the leader's lobby.
         first = racers_on(cluster, list(cluster.nodes), "a", pace=0.4)
         playing = asyncio.create_task(played(first))
