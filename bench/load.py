@@ -186,6 +186,9 @@ class Settings:
     client then resumes on the next node when its connection drops (see
     :class:`ResumingClient`), and the run reports how long each racer of node 0's races
     took from the kill to its next acknowledged move (:meth:`Generator.failover`)."""
+    spectator_rate: float = 0.0
+    """Spectators who start watching a second, once the first race runs (spectator *i*
+    after ``i / spectator_rate`` seconds; 0: all at once)."""
     spectators_on: str = "spread"
     """For ``cluster``: spectator *i* connects to node ``i % nodes`` (``spread``), or to
     node ``1 + i % (nodes - 1)`` (``others``: never node 0, the owner of the races its
@@ -486,6 +489,8 @@ class Generator:
             Group(i) for i in range(max(1, -(-settings.racers // settings.race_size)))
         ]
         self.go = asyncio.Event()
+        self.first_card = asyncio.Event()
+        """Set when a racer gets the first card of a race: the first race runs."""
         self.stop = asyncio.Event()
         self.measure_from = float("inf")
         self.go_time = float("inf")
@@ -700,6 +705,7 @@ class Generator:
             if kind == "card":
                 if message["move"] == 1:
                     self.stats.starts.append(now - self.go_time)
+                    self.first_card.set()
                 if waiting_since is not None and self.measuring(waiting_since):
                     self.round_trip(ws, now - waiting_since)
                 waiting_since = None
@@ -798,8 +804,9 @@ class Generator:
             await ws.send(encode(Place(race=card["race"], move=move, row=row, col=col)))
 
     async def server_spectator(self, index: int) -> None:
-        """Watch the races of one group, round after round, each frame read as it comes
-        in by a :class:`Watch` (see there for what is read)."""
+        """Watch the races of one group, round after round from when the first race
+        runs, each frame read as it comes in by a :class:`Watch` (see there for what is
+        read)."""
         node = spectator_node(index, len(self.urls), self.settings.spectators_on)
         ws = await self.open(
             "/", Hello(name=f"watch-{index}", bot=True, role=Role.SPECTATOR, client="bench.load"),
@@ -812,7 +819,12 @@ class Generator:
         self.spectators_timing[node] += sampled
         watch = Watch(self, node, sampled=sampled)
         ws.on_message = watch
-        await self.go.wait()
+        # A crowd that comes for the start: in a race of 1,000 every racer's join in the
+        # lobby changes what a new spectator is sent, so 10,000 spectators there would
+        # slow the lobby's filling rather than measure the race's fan-out.
+        await self.first_card.wait()
+        if self.settings.spectator_rate > 0:  # they come in at this rate, in turn
+            await asyncio.sleep(index / self.settings.spectator_rate)
         with contextlib.suppress(Closed):
             while not self.stop.is_set():
                 round_number = group.current
@@ -1832,6 +1844,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="for the cluster target: spectator i on node i %% N (spread, the "
                         "default), or every spectator on the nodes but node 0, the owner of "
                         "the races its racers make (others)")
+    parser.add_argument("--spectator-rate", type=float, default=defaults.spectator_rate,
+                        metavar="PER_SECOND",
+                        help="spectators start watching at this rate once the first race "
+                        "runs (default: all at once)")
     parser.add_argument("--spectator-sweep", metavar="S,S,...",
                         help="comma-separated spectator counts: one run per count and target "
                         "(instead of --spectators), and a line per run on the spectators")
@@ -1877,7 +1893,7 @@ def main(argv: list[str] | None = None) -> int:
         loop=args.loop, priority=args.priority, scrape=args.scrape, postgres=args.postgres,
         nodes=args.nodes, redis=args.redis, rated=args.rated,
         kill_owner_after=args.kill_owner_after, lease_ttl=args.lease_ttl,
-        spectators_on=args.spectators_on,
+        spectators_on=args.spectators_on, spectator_rate=args.spectator_rate,
     )
     if settings.kill_owner_after and (args.targets != "cluster" or settings.nodes < 2):
         parser.error("--kill-owner-after needs --targets cluster and --nodes 2 or more")
