@@ -1847,7 +1847,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spectator-rate", type=float, default=defaults.spectator_rate,
                         metavar="PER_SECOND",
                         help="spectators start watching at this rate once the first race "
-                        "runs (default: all at once)")
+                        "runs (default: all at once); the warm-up and the duration are "
+                        "lengthened by the time they take to come")
     parser.add_argument("--spectator-sweep", metavar="S,S,...",
                         help="comma-separated spectator counts: one run per count and target "
                         "(instead of --spectators), and a line per run on the spectators")
@@ -1928,6 +1929,9 @@ def main(argv: list[str] | None = None) -> int:
         if note_once(notes, unavailable(target, settings.loop), target):
             continue
         load = replace(settings, racers=racers, spectators=spectators)
+        if load.spectator_rate > 0:  # measured once the last of them watches
+            coming = spectators / load.spectator_rate
+            load = replace(load, warmup=load.warmup + coming, duration=load.duration + coming)
         print(f"{target}: {load.racers} racers, {load.spectators} spectators, "
               f"{load.duration:g} s ...", file=sys.stderr, flush=True)
         results.append(run_target(target, load))
