@@ -105,12 +105,10 @@ class ServerConfig:
     """Quick races' time limit, in seconds."""
     progress_interval: float = 0.1
     """Per race, at most one progress update per this many seconds."""
-    spectator_view_reuse: float = 0.1
-    """Seconds a new spectator's view of a race (snapshot, progress, boards), once
-    encoded, is sent as it is to the next spectators who start watching, as long as
-    nothing went to the race's feed meanwhile: its ``server_time`` and count of
-    spectators are that old at most, as progress itself is (coalesced to about 10
-    updates a second). See :meth:`server.host.RaceHost.tell_spectator`."""
+    spectator_view_interval: float = 0.1
+    """Per race, at most one view (snapshot, progress, boards) is built for new spectators
+    per this many seconds: those who start watching meanwhile wait for the next one and
+    are sent it as the same bytes. See :meth:`server.host.RaceHost.watch`."""
     reconnect_grace: float = RECONNECT_GRACE
     """Seconds a racer whose connection dropped mid-race has to resume before it is
     counted out (resigned), so that a racer who quits holds the race up for this long, not

@@ -81,7 +81,7 @@ class RaceHost:
         on_journal_failure: Callable[[Exception], None],
         first_records: Iterable[Record] = (),
         sealed_until: float | None = None,
-        view_reuse: float = 0.0,
+        view_interval: float = 0.0,
     ):
         self.race = race
         self._sealed_until = sealed_until
@@ -117,11 +117,13 @@ class RaceHost:
         self._set_clock()
         self.par: RacePar | None = None
         """The deal's par, once computed after the finish (sent to whoever sees the result)."""
-        self._view_reuse = view_reuse
-        """Seconds a new spectator's view may be sent again (``spectator_view_reuse``)."""
-        self._spectator_view: tuple[float, list[bytes]] | None = None
-        """The last new spectator's view, encoded without its ``reply_to``, and when it
-        was built (loop time); dropped when anything goes to the race's feed."""
+        self._view_interval = view_interval
+        """Seconds between two views built for new spectators (``spectator_view_interval``)."""
+        self._new_spectators: list[tuple[str, int | None, Sequence[Event]]] = []
+        """Spectators waiting for the next view: session, request id, events before it."""
+        self._last_view = float("-inf")
+        """When the last view for new spectators was built (loop time)."""
+        self._view_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------ commands
 
@@ -229,30 +231,43 @@ class RaceHost:
             return cast(ServerMessage, sealed)
         return event_message(self.race_id, event, now)
 
-    def tell_spectator(
-        self, session_id: str, reply_to: int | None, first: Sequence[Event] = ()
-    ) -> None:
-        """Send a new spectator everything it needs (:meth:`messages_for_spectator`), in
-        order after everything already queued (and after ``first``).
+    def watch(self, session_id: str, reply_to: int | None, first: Sequence[Event] = ()) -> None:
+        """Send a new spectator everything it needs (:meth:`messages_for_spectator`), after
+        ``first``, in order after everything already queued then.
 
         In a race of 1,000 that view is about 200 KB, and building and encoding it took
-        about 45 ms: once per spectator, 10,000 spectators starting to watch would hold the
-        race's node for minutes. So it is built once and sent as the same bytes to every
-        spectator who starts watching within ``view_reuse`` seconds, until
-        anything goes to the race's feed (see :meth:`_post`): what changed since it was
-        built (moves, racers' progress) has not been sent to the feed yet, so it reaches
-        them with the next update, as it reaches everyone else.
+        about 45 ms: once per spectator, 10,000 spectators starting to watch would hold
+        the race's node for minutes. So at most one is built every ``view_interval``
+        seconds: the first spectator in a while is answered at once, those who come
+        within the interval after it wait for the next view and are sent it together,
+        as the same bytes (each snapshot with its own ``reply_to``).
         """
-        now = self._loop.time()
-        view = self._spectator_view
-        if view is None or now - view[0] > self._view_reuse:
-            view = self._spectator_view = (
-                now, [encode(message) for message in self.messages_for_spectator(None)])
-        snapshot, *rest = view[1]
-        if reply_to is not None:  # the snapshot answers the spectator's request
-            snapshot = b"".join(with_field(snapshot, "reply_to", reply_to))
-        to = ToSession(session_id)
-        events = [*first, *(Deliver(to, payload) for payload in (snapshot, *rest))]
+        self._new_spectators.append((session_id, reply_to, first))
+        if self._view_timer is not None:
+            return
+        wait = self._last_view + self._view_interval - self._loop.time()
+        if wait <= 0:
+            self._send_view()
+        else:
+            self._view_timer = self._loop.call_later(wait, self._send_view)
+
+    def _send_view(self) -> None:
+        """Build the view once and queue it for every spectator waiting for it, each after
+        its own ``first`` (its follow of the race's feed): as one item of the outbox, so
+        each hears every update that follows the view."""
+        self._view_timer = None
+        waiting, self._new_spectators = self._new_spectators, []
+        if not waiting or self._stopped:
+            return
+        self._last_view = self._loop.time()
+        snapshot, *rest = [encode(message) for message in self.messages_for_spectator(None)]
+        events: list[Event] = []
+        for session_id, reply_to, first in waiting:
+            to = ToSession(session_id)
+            own = snapshot if reply_to is None else b"".join(
+                with_field(snapshot, "reply_to", reply_to))  # it answers the request
+            events.extend(first)
+            events.extend(Deliver(to, payload) for payload in (own, *rest))
         self._post(None, _Outgoing([], self._clock(), events))
 
     def _with_par(self, messages: list[ServerMessage]) -> list[ServerMessage]:
@@ -297,6 +312,9 @@ class RaceHost:
         """Wait until everything queued so far has been sent (after its journal write);
         nothing queued later is sent."""
         self._stop_clock()  # no more ticks: the race stands still from here
+        if self._view_timer is not None:
+            self._view_timer.cancel()
+            self._send_view()  # the spectators waiting for one get it before the end
         self._stopped = True
         await self._outbox.drain()
 
@@ -305,6 +323,8 @@ class RaceHost:
         self._stop_clock()
         if self._presence_timer is not None:
             self._presence_timer.cancel()
+        if self._view_timer is not None:
+            self._view_timer.cancel()
         self._stopped = True
         self._outbox.close()
 
@@ -352,13 +372,6 @@ class RaceHost:
     def _post(
         self, committed: concurrent.futures.Future[None] | None, item: _Outgoing
     ) -> None:
-        """Queue ``item``. If it sends anything to the race's feed, the new spectators'
-        shared view is built afresh next time: spectators who start watching after this
-        item miss what it sends, so their view must show it."""
-        if any(not isinstance(send.to, str) for send in item.sends) or any(
-            isinstance(event, Deliver) and isinstance(event.to, ToFeed) for event in item.first
-        ):
-            self._spectator_view = None
         self._outbox.post(committed, lambda events: self._deliver(item, events))
 
     def _deliver(self, item: _Outgoing, events: list[Event]) -> Callable[[], None] | None:

@@ -161,9 +161,8 @@ async def test_spectators_who_start_watching_together_get_the_same_view_and_miss
     server_config: ServerConfig,
 ) -> None:
     # The view a new spectator gets is built once for those who start watching within a
-    # moment of each other (here: within a minute); whoever starts after a move must
-    # still see it.
-    config = dataclasses.replace(server_config, spectator_view_reuse=60.0)
+    # moment of each other (here: a second); whoever starts after a move must see it.
+    config = dataclasses.replace(server_config, spectator_view_interval=1.0)
     async with start_live_server(config) as server:
         ann, bob, race = await open_duel(server.url)
         await bob.expect(RaceSnapshot, race=race, state=RaceState.RUNNING)
@@ -176,9 +175,9 @@ async def test_spectators_who_start_watching_together_get_the_same_view_and_miss
         for eve, request in zip(eves, asked, strict=True):
             snapshot = await eve.expect(RaceSnapshot, race=race)
             assert snapshot.reply_to == request and snapshot.you is None
-            views.append((snapshot.racers, snapshot.progress,
-                          await eve.expect(Progress, race=race),
-                          await eve.expect(Boards, race=race)))
+            progress = await eve.expect(Progress, race=race)
+            boards = await eve.expect(Boards, race=race)
+            views.append((snapshot.racers, snapshot.progress, progress.racers, boards.boards))
         assert views[0] == views[1] == views[2]
         await play_first_targets(ann, race, 1)
         for eve in eves:  # the update showing the move has gone out
