@@ -236,11 +236,11 @@ class RaceHost:
         ``first``, in order after everything already queued then.
 
         In a race of 1,000 that view is about 200 KB, and building and encoding it took
-        about 45 ms: once per spectator, 10,000 spectators starting to watch would hold
-        the race's node for minutes. So at most one is built every ``view_interval``
-        seconds: the first spectator in a while is answered at once, those who come
-        within the interval after it wait for the next view and are sent it together,
-        as the same bytes (each snapshot with its own ``reply_to``).
+        45-65 ms (docs/performance.md): once per spectator, 10,000 spectators starting to
+        watch would hold the race's node for minutes. So at most one is built every
+        ``view_interval`` seconds: the first spectator in a while is answered at once,
+        those who come within the interval after it wait for the next view and are sent
+        it together, as the same bytes (each snapshot with its own ``reply_to``).
         """
         self._new_spectators.append((session_id, reply_to, first))
         if self._view_timer is not None:
