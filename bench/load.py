@@ -833,11 +833,12 @@ class Generator:
                 await ws.send(encode(Spectate(race=race_id)))
                 # The connection's recv only returns (raises) when it closes for good.
                 closed = asyncio.ensure_future(until_closed(ws))
-                await asyncio.wait((ended, closed), return_when=asyncio.FIRST_COMPLETED)
-                if not closed.done():
-                    closed.cancel()
-                elif closed.exception() is not None:
-                    raise Closed("closed")
+                try:
+                    await asyncio.wait((ended, closed), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    closed.cancel()  # a no-op once it is done: then its end is read here
+                    if closed.done() and not closed.cancelled() and closed.exception():
+                        raise Closed("closed")
                 while group.current == round_number and not self.stop.is_set():
                     await asyncio.sleep(0.05)
 
