@@ -53,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -224,6 +225,9 @@ class RedisBus:
         self._shared_in: dict[bytes, bytes] = {}
         """Payloads heard on the shared channel lately, by number."""
         self._shared_count = 0
+        self._shared_prefix = f"{node_id}.{secrets.token_hex(4)}.".encode()
+        """What this process's shared payloads are numbered after: its node id, and a
+        random part, so that a node started again under the same id reuses no number."""
         self._commands_out: list[_Outgoing] = []
         self._retry_at = 0.0
         self._wake = asyncio.Event()
@@ -379,7 +383,8 @@ class RedisBus:
         number = self._shared_out.get(payload)
         if number is None:
             self._shared_count += 1
-            number = self._shared_out[payload] = str(self._shared_count).encode()
+            number = self._shared_prefix + str(self._shared_count).encode()
+            self._shared_out[payload] = number
             self._events_out.append((self._shared_channel, self._tag + number + b"\n" + payload))
             if len(self._shared_out) > SHARED_KEPT:
                 del self._shared_out[next(iter(self._shared_out))]

@@ -214,3 +214,18 @@ async def test_a_big_payload_sent_to_many_sessions_crosses_redis_once(
     assert heard == [event for session in sessions for event in (
         Deliver(ToSession(session), view), Deliver(ToSession(session), small))]
     assert sum(crossed) < 2 * len(view)  # once, not once per session
+
+
+async def test_the_shared_payloads_of_two_nodes_are_told_apart(node: Node) -> None:
+    first, second, listener = node("a"), node("b"), node("c")
+    for bus in (first, second, listener):
+        await bus.start()
+    heard = collect(listener)
+    listener.subscribe(session_channel("p-1"))
+    await asyncio.sleep(0.3)  # the subscription reaches Redis
+    views = [b"\x81\xa4view\xc5" + (SHARED_AT_LEAST).to_bytes(2, "big")
+             + bytes([mark]) * SHARED_AT_LEAST for mark in (1, 2)]
+    first.publish([Deliver(ToSession("p-1"), views[0])])
+    second.publish([Deliver(ToSession("p-1"), views[1])])
+    await until(lambda: len(heard) == 2)
+    assert sorted(event.payload for event in heard if isinstance(event, Deliver)) == views
