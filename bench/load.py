@@ -34,10 +34,24 @@ the same rule holds against both targets. A frame's ``type`` is read from its by
 (:func:`frame_type`) before anything is decoded. Racers decode their own ``card`` and
 ``placed`` (and against echo, recognise their own frame coming back by its bytes); only
 a sample of at most :data:`PROGRESS_SAMPLE` racers decodes the other racers' progress to
-time it, while the rest drop those frames undecoded; every spectator decodes every
-progress frame. ``finished`` (which carries every racer's moves) is only matched against
-the race id. So in a race of 1,000 the progress delay comes from 100 racers and all
-spectators, not from 1,000 racers decoding frames of hundreds of lines each.
+time it, while the rest drop those frames undecoded; likewise at most
+:data:`SPECTATOR_SAMPLE` spectators a node (every one in a run of 100 or fewer) decode
+progress, and the rest only count it (:class:`Watch`, called from the connection's
+``data_received``). ``finished`` (which carries every racer's moves) is only matched
+against the race id. So in a race of 1,000 the progress delay comes from 100 racers and
+up to 100 spectators a node, not from 1,000 racers decoding frames of hundreds of lines
+each.
+
+Spectators (``--targets cluster --nodes 2 --racers 1000 --race-size 1000
+--spectator-sweep 0,1000,5000,10000 --spectators-on others``): one race of 1,000 racers
+made on node 0 (its owner), watched by ``S`` spectators on every node in turn
+(``spread``) or on every node but the owner (``others``), one run per ``S``. Each run
+reports the spectators' progress delay (by node), the progress updates each spectator
+got a second, each node's CPU and the generator's over the measured window only (the
+10,000 spectators' snapshots when they start watching fall in the warm-up), each node's
+memory per idle connection, and how many messages the owner published on the race's
+Redis channel a second, counted by a subscriber of the parent's own
+(:func:`spectator_lines`).
 
 Failover (``--targets cluster --nodes 2 --kill-owner-after S``): node 0, which leads and
 runs the races its clients made, is SIGKILLed ``S`` seconds after the go; every client
@@ -69,7 +83,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -127,8 +141,10 @@ TYPE_KEY = b"\xa4type"
 #: What a racer reads in full once it is in a race; anything else is about other racers.
 #: (``finished`` is only matched against the race: it carries every racer's moves.)
 RACER_READS = frozenset({b"card", b"placed", b"error"})
-#: What a spectator reads in full; boards, lobby snapshots and the like are dropped.
-SPECTATOR_READS = frozenset({b"progress", b"error"})
+#: How many spectators on each node time the progress delay (decode every progress frame
+#: they get); the others only count progress frames, read by type from their bytes
+#: (:class:`Watch`).
+SPECTATOR_SAMPLE = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +192,13 @@ class Settings:
     client then resumes on the next node when its connection drops (see
     :class:`ResumingClient`), and the run reports how long each racer of node 0's races
     took from the kill to its next acknowledged move (:meth:`Generator.failover`)."""
+    spectator_rate: float = 0.0
+    """Spectators who start watching a second, once the first race runs (spectator *i*
+    after ``i / spectator_rate`` seconds; 0: all at once)."""
+    spectators_on: str = "spread"
+    """For ``cluster``: spectator *i* connects to node ``i % nodes`` (``spread``), or to
+    node ``1 + i % (nodes - 1)`` (``others``: never node 0, the owner of the races its
+    racers make, so that the owner's fan-out is one publish whatever their number)."""
 
 
 #: Seconds a quick race counts down in a ``--quick`` run (long enough for a burst of
@@ -192,7 +215,6 @@ class Stats:
 
     rtt: list[float] = field(default_factory=list)
     progress_racers: list[float] = field(default_factory=list)
-    progress_spectators: list[float] = field(default_factory=list)
     spectator_updates: int = 0
     """Progress frames (echo: fan-out frames) spectators received in the measured window."""
     moves: int = 0
@@ -359,11 +381,23 @@ class ResumingClient(Frames):
             if answer.get("type") != "welcome":
                 generator.error(f"resume:{answer.get('code', answer.get('type'))}")
                 return False
+            ws.on_message = self.ws.on_message
             self.ws = ws
             self.resumes += 1
             generator.node_of[self] = self.node
             return True
         return False
+
+
+    @property
+    def on_message(self) -> Callable[[bytes], None] | None:
+        """The current connection's message hook (see :attr:`WireClient.on_message`),
+        carried over to each connection it resumes on."""
+        return self.ws.on_message
+
+    @on_message.setter
+    def on_message(self, hook: Callable[[bytes], None] | None) -> None:
+        self.ws.on_message = hook
 
 
 #: A client's connection: a plain one, or one that resumes on the next node.
@@ -373,6 +407,88 @@ Connection = WireClient | ResumingClient
 def _resumed(ws: Connection) -> bool:
     """Whether ``ws`` lost its node and resumed on another."""
     return isinstance(ws, ResumingClient) and ws.resumes > 0
+
+
+def spectator_node(index: int, nodes: int, spectators_on: str) -> int:
+    """The node spectator ``index`` connects to: every node in turn (``spread``), or
+    every node but node 0, the owner of the races its racers made (``others``)."""
+    if spectators_on == "others" and nodes > 1:
+        return 1 + index % (nodes - 1)
+    return index % nodes
+
+
+def connections_by_node(settings: Settings, nodes: int) -> list[int]:
+    """How many of the run's clients connect to each node (racer *i* to ``i % nodes``)."""
+    counts = [0] * nodes
+    for index in range(settings.racers):
+        counts[index % nodes] += 1
+    for index in range(settings.spectators):
+        counts[spectator_node(index, nodes, settings.spectators_on)] += 1
+    return counts
+
+
+async def until_closed(ws: Connection) -> None:
+    """Wait until ``ws`` closes for good (raises :class:`Closed`), dropping whatever it
+    queued before its :attr:`~WireClient.on_message` hook was set."""
+    while True:
+        await ws.recv()
+
+
+class Watch:
+    """One spectator's reading of its race's frames, called by its connection for each
+    frame as the frame comes in (:attr:`WireClient.on_message`: no task woken per frame).
+
+    In a race of 1,000 watched by 10,000, progress frames are nearly all the generator
+    reads, so a spectator reads only a frame's type from its bytes (:func:`frame_type`)
+    and counts its progress updates; only a sample of at most :data:`SPECTATOR_SAMPLE`
+    spectators decodes them to time each move shown. ``finished`` is matched against the
+    race id; boards and the rest are dropped unread.
+    """
+
+    __slots__ = ("ended", "generator", "node", "race_id", "sampled", "shown")
+
+    def __init__(self, generator: Generator, node: int, *, sampled: bool) -> None:
+        self.generator, self.node, self.sampled = generator, node, sampled
+        self.race_id = ""
+        self.shown: dict[str, int] = {}
+        self.ended: asyncio.Future[None] | None = None
+
+    def start(self, race_id: str) -> asyncio.Future[None]:
+        """Watch ``race_id`` from now on: done when its ``finished`` (or an error) comes."""
+        self.race_id, self.shown = race_id, {}
+        self.ended = asyncio.get_running_loop().create_future()
+        return self.ended
+
+    def __call__(self, frame: bytes) -> None:
+        kind = frame_type(frame)
+        generator = self.generator
+        if kind == b"progress":
+            now = time.perf_counter()
+            if generator.measuring(now):
+                generator.stats.spectator_updates += 1
+            if not self.sampled:
+                return
+        elif kind == b"finished":
+            if self.race_id and names_race(frame, self.race_id):
+                self._end()
+            return
+        elif kind is not None and kind != b"error":
+            return
+        now = time.perf_counter()
+        message = msgpack.unpackb(frame)
+        if message.get("race", self.race_id) != self.race_id:
+            return
+        if message["type"] == "progress":
+            generator.progress_delays(
+                self.race_id, message["racers"], "", now,
+                generator.spectator_delays.setdefault(self.node, []), self.shown)
+        elif message["type"] == "error":
+            generator.error(message.get("code", "?"), message.get("message", ""))
+            self._end()
+
+    def _end(self) -> None:
+        if self.ended is not None and not self.ended.done():
+            self.ended.set_result(None)
 
 
 class Generator:
@@ -389,6 +505,8 @@ class Generator:
             Group(i) for i in range(max(1, -(-settings.racers // settings.race_size)))
         ]
         self.go = asyncio.Event()
+        self.first_card = asyncio.Event()
+        """Set when a racer gets the first card of a race: the first race runs."""
         self.stop = asyncio.Event()
         self.measure_from = float("inf")
         self.go_time = float("inf")
@@ -398,6 +516,10 @@ class Generator:
         self.expected = settings.racers + settings.spectators
         self.attempts = 0
         self.progress_stride = max(1, -(-settings.racers // PROGRESS_SAMPLE))
+        self.spectator_delays: dict[int, list[float]] = {}
+        """Progress delays timed by the sampled spectators, by the node they are on."""
+        self.spectators_timing: Counter[int] = Counter()
+        """How many spectators of each node time progress (at most :data:`SPECTATOR_SAMPLE`)."""
         self.urls = url.split(",")
         """The target's addresses (a cluster's nodes, the leader first)."""
         self.node_of: dict[Connection, int] = {}
@@ -604,6 +726,7 @@ class Generator:
             if kind == "card":
                 if message["move"] == 1:
                     self.stats.starts.append(now - self.go_time)
+                    self.first_card.set()
                 if waiting_since is not None and self.measuring(waiting_since):
                     self.round_trip(ws, now - waiting_since)
                 waiting_since = None
@@ -708,41 +831,41 @@ class Generator:
             await ws.send(encode(Place(race=card["race"], move=move, row=row, col=col)))
 
     async def server_spectator(self, index: int) -> None:
+        """Watch the races of one group, round after round from when the first race
+        runs, each frame read as it comes in by a :class:`Watch` (see there for what is
+        read)."""
+        node = spectator_node(index, len(self.urls), self.settings.spectators_on)
         ws = await self.open(
             "/", Hello(name=f"watch-{index}", bot=True, role=Role.SPECTATOR, client="bench.load"),
-            index,
+            node,
         )
         if ws is None:
             return
         group = self.groups[index % len(self.groups)]
-        await self.go.wait()
+        sampled = self.spectators_timing[node] < SPECTATOR_SAMPLE
+        self.spectators_timing[node] += sampled
+        watch = Watch(self, node, sampled=sampled)
+        ws.on_message = watch
+        # A crowd that comes for the start: in a race of 1,000 every racer's join in the
+        # lobby changes what a new spectator is sent, so 10,000 spectators there would
+        # slow the lobby's filling rather than measure the race's fan-out.
+        await self.first_card.wait()
+        if self.settings.spectator_rate > 0:  # they come in at this rate, in turn
+            await asyncio.sleep(index / self.settings.spectator_rate)
         with contextlib.suppress(Closed):
             while not self.stop.is_set():
                 round_number = group.current
                 race_id, _ = await group.race(round_number)
+                ended = watch.start(race_id)
                 await ws.send(encode(Spectate(race=race_id)))
-                shown: dict[str, int] = {}
-                async for frame in ws:
-                    now = time.perf_counter()
-                    kind_bytes = frame_type(frame)
-                    if kind_bytes == b"finished" and names_race(frame, race_id):
-                        break
-                    if kind_bytes is not None and kind_bytes not in SPECTATOR_READS:
-                        continue
-                    message = msgpack.unpackb(frame)
-                    kind = message["type"]
-                    if message.get("race", race_id) != race_id:
-                        continue
-                    if kind == "progress":
-                        if self.measuring(now):
-                            self.stats.spectator_updates += 1
-                        self.progress_delays(race_id, message["racers"], "", now,
-                                             self.stats.progress_spectators, shown)
-                    elif kind == "finished":
-                        break
-                    elif kind == "error":
-                        self.error(message.get("code", "?"), message.get("message", ""))
-                        break
+                # The connection's recv only returns (raises) when it closes for good.
+                closed = asyncio.ensure_future(until_closed(ws))
+                try:
+                    await asyncio.wait((ended, closed), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    closed.cancel()  # a no-op once it is done: then its end is read here
+                    if closed.done() and not closed.cancelled() and closed.exception():
+                        raise Closed("closed")
                 while group.current == round_number and not self.stop.is_set():
                     await asyncio.sleep(0.05)
 
@@ -818,7 +941,7 @@ class Generator:
                         self.stats.spectator_updates += 1
                     self.progress_delays(
                         path, [{"racer": str(message.get("id")), "cards_played": message["move"]}],
-                        "", now, self.stats.progress_spectators, {})
+                        "", now, self.spectator_delays.setdefault(0, []), {})
 
     # ------------------------------------------------------------------ a run
 
@@ -849,11 +972,14 @@ class Generator:
         self.go.set()
         await asyncio.sleep(settings.warmup)
         pauses.measuring = True
+        cpu_window, wall_window = time.process_time(), time.perf_counter()
         await asyncio.sleep(max(0.0, settings.duration - settings.warmup))
         self.stop.set()
         gc.callbacks.remove(pauses)
         gc.enable()
         cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+        cpu_window = time.process_time() - cpu_window
+        wall_window = time.perf_counter() - wall_window
         waited = run_queue_wait(os.getpid()) - wait_start
         await asyncio.gather(
             *(ws.close() for ws in self.connections), return_exceptions=True
@@ -871,7 +997,12 @@ class Generator:
                 str(node): summary(samples) for node, samples in sorted(self.node_rtt.items())
             },
             "progress_racers_ms": summary(stats.progress_racers),
-            "progress_spectators_ms": summary(stats.progress_spectators),
+            "progress_spectators_ms": summary(
+                [delay for delays in self.spectator_delays.values() for delay in delays]),
+            "progress_spectators_by_node_ms": {
+                str(node): summary(delays)
+                for node, delays in sorted(self.spectator_delays.items())
+            },
             "updates_per_spectator_per_second": (
                 stats.spectator_updates / settings.spectators / window
                 if settings.spectators else None
@@ -885,6 +1016,7 @@ class Generator:
             "failover": self.failover(),
             "first_card_s": summary(stats.starts),
             "generator_cpu_percent": 100 * cpu / wall,
+            "generator_cpu_window_percent": 100 * cpu_window / max(wall_window, 1e-9),
             "generator_cpu_wait_percent": 100 * waited / wall,
             "generator_gc_pause_ms": {
                 "count": len(pauses.pauses),
@@ -1046,6 +1178,39 @@ def scrape_seconds(port: int) -> float:
     return time.perf_counter() - started
 
 
+class ChannelCounter:
+    """Counts the messages published on the Redis channels matching ``pattern`` (a
+    cluster's race channels), from a subscriber of its own on a thread; as a context
+    manager, subscribed inside it."""
+
+    def __init__(self, url: str, pattern: str) -> None:
+        import redis
+
+        self._client = redis.Redis.from_url(url)
+        self._pubsub = self._client.pubsub(  # type: ignore[no-untyped-call]  # unannotated
+            ignore_subscribe_messages=True)
+        self._pubsub.psubscribe(**{pattern: self._count})
+        self.times: list[float] = []
+        """When each message came (``time.monotonic``)."""
+        self._thread = self._pubsub.run_in_thread(sleep_time=0.05, daemon=True)
+
+    def _count(self, message: dict[str, Any]) -> None:
+        self.times.append(time.monotonic())
+
+    def rate(self, start: float, end: float) -> float:
+        """Messages a second between ``start`` and ``end`` (``time.monotonic``)."""
+        return sum(start <= at < end for at in self.times) / max(end - start, 1e-9)
+
+    def __enter__(self) -> ChannelCounter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._thread.stop()
+        self._thread.join(timeout=5)
+        self._pubsub.close()
+        self._client.close()
+
+
 def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -1112,9 +1277,11 @@ def target_command(
     ``--cluster``'s arguments joined by spaces)."""
     if target == "echo":
         return [sys.executable, "-m", "bench.echo_server", "--port", str(port), "--loop", loop]
-    # Every racer comes from 127.0.0.1: no per-address caps.
+    # Every racer comes from 127.0.0.1: no per-address caps; and a node may hold more
+    # than the default cap in all (10,000 spectators on one node, and racers).
     command = [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1",
                "--port", str(port), "--db", str(db), "--loop", loop,
+               "--max-connections", "0",
                "--max-connections-per-address", "0", "--new-sessions-per-minute", "0"]
     if JOURNALS[target] == "off":
         command.append("--no-journal")
@@ -1203,7 +1370,10 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
                 time.sleep(2.0)  # the first node leads before the others start
         target_process = processes[0]
         time.sleep(0.5)
-        rss_empty = rss_bytes(target_process.pid)
+        node_rss_empty = [rss_bytes(process.pid) for process in processes]
+        rss_empty = node_rss_empty[0]
+        race_channels = (database.enter_context(ChannelCounter(settings.redis, f"{prefix}:race:*"))
+                         if target == "cluster" else None)
         generator_command = [
             sys.executable, "-m", "bench.load", "--generate",
             "echo" if target == "echo" else "server",
@@ -1215,9 +1385,13 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         assert generator.stdin is not None and generator.stdout is not None
         connected = json.loads(generator.stdout.readline() or "{}").get("connected", 0)
         time.sleep(1.0)
-        rss_idle = rss_bytes(target_process.pid)
+        node_rss_idle = [rss_bytes(process.pid) for process in processes]
+        rss_idle = node_rss_idle[0]
         database_start = database_cpu_seconds(db)
         node_cpu_start = [cpu_seconds(process.pid) for process in processes]
+        node_cpu_window: list[float] | None = None
+        """Each node's CPU seconds when the measured window began (after the warm-up)."""
+        window_start = 0.0
         wall_start = time.monotonic()
         wait_start, load_start = run_queue_wait(target_process.pid), os.getloadavg()[0]
         generator.stdin.write("go\n")
@@ -1236,6 +1410,9 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
                 generator.stdin.write(f"killed {killed_at!r}\n")
                 generator.stdin.flush()
             rss_peak = max(rss_peak, rss_bytes(target_process.pid))
+            if node_cpu_window is None and time.monotonic() >= wall_start + settings.warmup:
+                node_cpu_window = [cpu_seconds(process.pid) for process in processes]
+                window_start = time.monotonic()
             if every is not None and time.monotonic() >= next_scrape:
                 scrapes.append(scrape_seconds(port))
                 next_scrape += every
@@ -1243,10 +1420,15 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
             time.sleep(min(0.5, pause))
             if time.monotonic() - wall_start >= settings.duration:
                 break
-        node_cpu = [cpu_seconds(process.pid) - before
-                    for process, before in zip(processes, node_cpu_start, strict=True)]
+        node_cpu_end = [cpu_seconds(process.pid) for process in processes]
+        node_cpu = [end - before for end, before in zip(node_cpu_end, node_cpu_start, strict=True)]
         cpu = sum(node_cpu)
         wall = time.monotonic() - wall_start
+        window = None
+        if node_cpu_window is not None:
+            window = time.monotonic() - window_start
+            node_cpu_window = [end - before for end, before
+                               in zip(node_cpu_end, node_cpu_window, strict=True)]
         database_end = database_cpu_seconds(db)
         database_cpu = (None if database_start is None or database_end is None
                         else database_end - database_start)
@@ -1271,6 +1453,8 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         database.close()
         shutil.rmtree(workdir, ignore_errors=True)
     connections = max(connected, 1)
+    by_node = connections_by_node(settings, len(processes))
+    window_end = window_start + window if window is not None else None
     return {
         "target": target,
         "journal": JOURNALS.get(target),
@@ -1292,6 +1476,17 @@ def run_target(target: str, settings: Settings) -> dict[str, Any]:
         "rss_idle_mib": rss_idle / 2**20,
         "rss_peak_mib": rss_peak / 2**20,
         "rss_per_connection_kib": (rss_idle - rss_empty) / connections / 1024,
+        "node_cpu_window_percent": (None if window is None or node_cpu_window is None
+                                    else [100 * seconds / window for seconds in node_cpu_window]),
+        "node_connections": by_node,
+        "node_rss_idle_mib": [rss / 2**20 for rss in node_rss_idle],
+        "node_rss_per_connection_kib": [
+            (idle - empty) / max(count, 1) / 1024
+            for idle, empty, count in zip(node_rss_idle, node_rss_empty, by_node, strict=True)
+        ],
+        "race_channel_messages_per_second": (
+            None if race_channels is None or window_end is None
+            else race_channels.rate(window_start, window_end)),
         "scrape_ms": summary(scrapes),
         "takeovers": takeovers,
     }
@@ -1642,7 +1837,8 @@ chooses its moves the same way, so the generator does the same work per move for
 The generator's clients speak RFC 6455 through a lean asyncio protocol
 (`bench/wire.py`) and read only what they need, by the same rule against both targets: a
 frame's type is read from its bytes, racers decode their own `card` and `placed`, and only
-a sample of at most 100 racers, and every spectator, decode progress to time it. Move RTT
+a sample of at most 100 racers, and of at most 100 spectators a node, decode progress to
+time it (the others count it). Move RTT
 is `place` sent to the next `card` received (to the echo, against the floor). The progress
 delay runs from a move's `place` to the progress update showing it; the server coalesces
 progress to ~10 updates a second per race, so up to ~100 ms of it is by design. Memory is
@@ -1706,6 +1902,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="racers play quick races, formed by the server's lobby (up to 8 "
                         "a race; in a cluster on the leader, which places each started race "
                         "on a node), not private races of --race-size; no spectators")
+    parser.add_argument("--spectators-on", choices=("spread", "others"),
+                        default=defaults.spectators_on,
+                        help="for the cluster target: spectator i on node i %% N (spread, the "
+                        "default), or every spectator on the nodes but node 0, the owner of "
+                        "the races its racers make (others)")
+    parser.add_argument("--spectator-rate", type=float, default=defaults.spectator_rate,
+                        metavar="PER_SECOND",
+                        help="spectators start watching at this rate once the first race "
+                        "runs (default: all at once); the warm-up and the duration are "
+                        "lengthened by the time they take to come")
+    parser.add_argument("--spectator-sweep", metavar="S,S,...",
+                        help="comma-separated spectator counts: one run per count and target "
+                        "(instead of --spectators), and a line per run on the spectators")
     parser.add_argument("--rated", action="store_true",
                         help="ratings on: racers claim their names and race rated races "
                         "(against a server target)")
@@ -1748,6 +1957,7 @@ def main(argv: list[str] | None = None) -> int:
         loop=args.loop, priority=args.priority, scrape=args.scrape, postgres=args.postgres,
         nodes=args.nodes, redis=args.redis, rated=args.rated,
         kill_owner_after=args.kill_owner_after, lease_ttl=args.lease_ttl, quick=args.quick,
+        spectators_on=args.spectators_on, spectator_rate=args.spectator_rate,
     )
     if settings.quick and (settings.spectators or settings.kill_owner_after):
         parser.error("--quick takes no spectators (--spectators 0) and no --kill-owner-after")
@@ -1772,14 +1982,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     loads = [int(n) for n in args.sweep.split(",")] if args.sweep else [settings.racers]
+    watchers = ([int(n) for n in args.spectator_sweep.split(",")] if args.spectator_sweep
+                else [settings.spectators])
     notes: list[str] = []
     results = []
-    for racers, target in ((n, t) for n in loads for t in targets):
+    for racers, spectators, target in (
+        (n, s, t) for n in loads for s in watchers for t in targets
+    ):
         if target not in TARGETS:
             parser.error(f"unknown target {target!r}")
         if note_once(notes, unavailable(target, settings.loop), target):
             continue
-        load = replace(settings, racers=racers)
+        load = replace(settings, racers=racers, spectators=spectators)
+        if load.spectator_rate > 0:  # measured once the last of them watches
+            coming = spectators / load.spectator_rate
+            load = replace(load, warmup=load.warmup + coming, duration=load.duration + coming)
         print(f"{target}: {load.racers} racers, {load.spectators} spectators, "
               f"{load.duration:g} s ...", file=sys.stderr, flush=True)
         results.append(run_target(target, load))
@@ -1789,7 +2006,7 @@ def main(argv: list[str] | None = None) -> int:
     notes += caveats(results)
     print(table(results))
     for line in (ratios(results) + store_lines(results) + cluster_lines(results)
-                 + failover_lines(results)
+                 + failover_lines(results) + spectator_lines(results)
                  + scrape_lines(results) + rating_lines(results, settings) + notes):
         print(line)
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -1924,6 +2141,36 @@ def failover_lines(results: list[dict[str, Any]]) -> list[str]:
                 f"  - a takeover of {taken['races']:,} races ({taken['sessions']:,} sessions "
                 f"sent their state) done {taken['done_s']:.2f} s after the kill: {phases}."
             )
+    return lines
+
+
+def spectator_lines(results: list[dict[str, Any]]) -> list[str]:
+    """For each cluster run with a single race (``--race-size`` at least ``--racers``): its
+    spectators, where they were, their progress delay (by node) and updates a second,
+    each node's CPU and the generator's over the measured window, each node's memory per
+    idle connection, and the owner's publishes a second on the race's channel."""
+    lines = []
+    for r in results:
+        if r["target"] != "cluster" or r["race_size"] < r["racers"]:
+            continue
+        delays = r["progress_spectators_ms"]
+        by_node = ", ".join(
+            f"node {node} {_ms(d['p50'])}/{_ms(d['p99'])}"
+            for node, d in r.get("progress_spectators_by_node_ms", {}).items())
+        rate = r["updates_per_spectator_per_second"]
+        cpu = r["node_cpu_window_percent"] or r["node_cpu_percent"]
+        publishes = r["race_channel_messages_per_second"]
+        lines.append(
+            f"- one race of {r['racers']:,}, {r['spectators']:,} spectators "
+            f"({r['spectators_on']}, {r['connected']:,} connected): progress to spectators "
+            f"p50/p99 {_ms(delays['p50'])}/{_ms(delays['p99'])} ms ({by_node or 'none timed'}), "
+            + ("" if rate is None else f"{rate:.1f} updates/s each, ")
+            + "node CPU " + ", ".join(f"{percent:.0f}%" for percent in cpu)
+            + f", generator {r['generator_cpu_window_percent']:.0f}%; race channel "
+            + ("—" if publishes is None else f"{publishes:.1f}") + " messages/s; idle KiB per "
+            "connection " + ", ".join(f"{kib:.1f}" for kib in r["node_rss_per_connection_kib"])
+            + f"; load average {r['load_average'][0]:.1f} → {r['load_average'][1]:.1f}."
+        )
     return lines
 
 

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import os
 import struct
+from collections.abc import Callable
 from typing import Self, cast
 from urllib.parse import urlsplit
 
@@ -93,6 +94,10 @@ class WireClient(Frames, asyncio.Protocol):
         self.buffer = bytearray()
         self.messages: collections.deque[bytes] = collections.deque()
         self.waiter: asyncio.Future[None] | None = None
+        self.on_message: Callable[[bytes], None] | None = None
+        """When set, each binary message is handed to it from ``data_received`` instead of
+        being queued for :meth:`recv` (which then only says when the connection closes):
+        no future set and no task woken per message."""
         self.upgraded = False
         self.closed = False
         self.close_sent = False
@@ -113,7 +118,11 @@ class WireClient(Frames, asyncio.Protocol):
         if not self.upgraded and not self._upgrade():
             return
         self._parse()
-        if self.messages:
+        messages, on_message = self.messages, self.on_message
+        if on_message is not None:
+            while messages:
+                on_message(messages.popleft())
+        elif messages:
             self._wake()
 
     def connection_lost(self, exc: Exception | None) -> None:

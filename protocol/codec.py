@@ -54,7 +54,7 @@ def encode(message: Message) -> bytes:
     return cast(bytes, _pack(wire))
 
 
-def with_field(encoded: bytes, key: str, value: str) -> tuple[bytes, memoryview]:
+def with_field(encoded: bytes, key: str, value: str | int) -> tuple[bytes, memoryview]:
     """The encoded map ``encoded`` with one more field, ``key: value``, as two parts to
     send one after the other: a new head (the map's header, then the field) and the rest of
     ``encoded``, shared, not copied.

@@ -107,6 +107,10 @@ class ServerConfig:
     """Quick races' time limit, in seconds."""
     progress_interval: float = 0.1
     """Per race, at most one progress update per this many seconds."""
+    spectator_view_interval: float = 0.1
+    """Per race, at most one view (snapshot, progress, boards) is built for new spectators
+    per this many seconds: those who start watching meanwhile wait for the next one and
+    are sent it as the same bytes. See :meth:`server.host.RaceHost.watch`."""
     reconnect_grace: float = RECONNECT_GRACE
     """Seconds a racer whose connection dropped mid-race has to resume before it is
     counted out (resigned), so that a racer who quits holds the race up for this long, not

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TypeAlias, cast
 
 from protocol import RacePar, ServerMessage, encode
+from protocol.codec import with_field
 from protocol.result import RaceResult
 from server import race as core
 from server.bus import Audience, Bus, Deliver, Event, Recipient, ToFeed, ToSession, race_feed
@@ -80,6 +81,7 @@ class RaceHost:
         on_journal_failure: Callable[[Exception], None],
         first_records: Iterable[Record] = (),
         sealed_until: float | None = None,
+        view_interval: float = 0.0,
     ):
         self.race = race
         self._sealed_until = sealed_until
@@ -115,6 +117,13 @@ class RaceHost:
         self._set_clock()
         self.par: RacePar | None = None
         """The deal's par, once computed after the finish (sent to whoever sees the result)."""
+        self._view_interval = view_interval
+        """Seconds between two views built for new spectators (``spectator_view_interval``)."""
+        self._new_spectators: list[tuple[str, int | None, Sequence[Event]]] = []
+        """Spectators waiting for the next view: session, request id, events before it."""
+        self._last_view = float("-inf")
+        """When the last view for new spectators was built (loop time)."""
+        self._view_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------ commands
 
@@ -222,6 +231,45 @@ class RaceHost:
             return cast(ServerMessage, sealed)
         return event_message(self.race_id, event, now)
 
+    def watch(self, session_id: str, reply_to: int | None, first: Sequence[Event] = ()) -> None:
+        """Send a new spectator everything it needs (:meth:`messages_for_spectator`), after
+        ``first``, in order after everything already queued then.
+
+        In a race of 1,000 that view is about 200 KB, and building and encoding it took
+        45-65 ms (docs/performance.md): once per spectator, 10,000 spectators starting to
+        watch would hold the race's node for minutes. So at most one is built every
+        ``view_interval`` seconds: the first spectator in a while is answered at once,
+        those who come within the interval after it wait for the next view and are sent
+        it together, as the same bytes (each snapshot with its own ``reply_to``).
+        """
+        self._new_spectators.append((session_id, reply_to, first))
+        if self._view_timer is not None:
+            return
+        wait = self._last_view + self._view_interval - self._loop.time()
+        if wait <= 0:
+            self._send_view()
+        else:
+            self._view_timer = self._loop.call_later(wait, self._send_view)
+
+    def _send_view(self) -> None:
+        """Build the view once and queue it for every spectator waiting for it, each after
+        its own ``first`` (its follow of the race's feed): as one item of the outbox, so
+        each hears every update that follows the view."""
+        self._view_timer = None
+        waiting, self._new_spectators = self._new_spectators, []
+        if not waiting or self._stopped:
+            return
+        self._last_view = self._loop.time()
+        snapshot, *rest = [encode(message) for message in self.messages_for_spectator(None)]
+        events: list[Event] = []
+        for session_id, reply_to, first in waiting:
+            to = ToSession(session_id)
+            own = snapshot if reply_to is None else b"".join(
+                with_field(snapshot, "reply_to", reply_to))  # it answers the request
+            events.extend(first)
+            events.extend(Deliver(to, payload) for payload in (own, *rest))
+        self._post(None, _Outgoing([], self._clock(), events))
+
     def _with_par(self, messages: list[ServerMessage]) -> list[ServerMessage]:
         """``messages`` followed by the par, once it is known."""
         return messages if self.par is None else [*messages, self.par]
@@ -264,6 +312,9 @@ class RaceHost:
         """Wait until everything queued so far has been sent (after its journal write);
         nothing queued later is sent."""
         self._stop_clock()  # no more ticks: the race stands still from here
+        if self._view_timer is not None:
+            self._view_timer.cancel()
+            self._send_view()  # the spectators waiting for one get it before the end
         self._stopped = True
         await self._outbox.drain()
 
@@ -272,6 +323,8 @@ class RaceHost:
         self._stop_clock()
         if self._presence_timer is not None:
             self._presence_timer.cancel()
+        if self._view_timer is not None:
+            self._view_timer.cancel()
         self._stopped = True
         self._outbox.close()
 

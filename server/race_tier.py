@@ -536,11 +536,7 @@ class RaceTier:
     def _watch(self, session_id: str, host: RaceHost, reply_to: int | None) -> None:
         """Feed ``host``'s race to ``session_id`` as a spectator, from its state now."""
         host.add_spectator(session_id)
-        host.tell(
-            session_id,
-            *host.messages_for_spectator(reply_to),
-            first=[Follow(session_id, host.feed, member=False)],
-        )
+        host.watch(session_id, reply_to, first=[Follow(session_id, host.feed, member=False)])
 
     def _quick_options(self) -> core.RaceOptions:
         config = self.config
@@ -823,6 +819,7 @@ class RaceTier:
             on_journal_failure=on_failure,
             first_records=[opened] if opened else [],
             sealed_until=None if day is None else reveal_at(day, self.daily),
+            view_interval=self.config.spectator_view_interval,
         )
 
     def _share_deal(self, race: core.Race) -> None:

@@ -28,6 +28,14 @@ races, the list of races) by the holder of the lobby's lease (:mod:`server.clust
   with listeners once, whatever its number of spectators. Messages a node published
   itself come back to it from Redis and are dropped unread (each starts with its
   publisher's node id).
+- **Shared payloads.** A message of :data:`SHARED_AT_LEAST` bytes or more sent to
+  sessions one by one (the view of a race that every new spectator is sent, about 200 KB
+  in a race of 1,000) crosses Redis once: it is published on a channel every node hears
+  (``cluster:shared``), numbered, and each session's own message carries only its
+  number; each node keeps the last :data:`SHARED_KEPT` and puts the payload back before
+  its socket tier sees the event. A thousand spectators starting to watch at once were
+  otherwise 200 MB through Redis, and Redis cut the node that received them off (a
+  subscriber more than 32 MB behind, Redis's default ``client-output-buffer-limit``).
 - **Resync.** A node that took races over says which sessions race in or watch them
   (:meth:`resync`; all of them, after the lobby changed hands); every node then calls its
   ``on_resync`` callback, which sends those of its connected sessions again to every race
@@ -45,8 +53,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import redis.asyncio as redis
@@ -59,6 +68,7 @@ from server.bus import (
     CheckExpiry,
     Command,
     CommandHandler,
+    Deliver,
     Detach,
     Done,
     Event,
@@ -84,6 +94,15 @@ RECONNECT_LAST = 2.0
 PUBLISHED_AT_ONCE = 1000
 #: Owners kept in memory at most (all are forgotten past this; each is read again).
 OWNERS_KEPT = 100_000
+#: Bytes from which a payload sent to sessions one by one crosses Redis once (see the
+#: module's docstring, *Shared payloads*).
+SHARED_AT_LEAST = 32 * 1024
+#: Shared payloads each node keeps, the newest (and, on the sending side, remembers as
+#: already published).
+SHARED_KEPT = 32
+#: What a shared payload's number follows in an event that refers to it: a byte no
+#: msgpack document starts with (every payload is an encoded message, a map).
+_SHARED_MARK = b"\xc1"
 
 #: In a resync, in place of session ids: every session (no session id holds a space).
 _EVERY_SESSION = " all"
@@ -185,6 +204,7 @@ class RedisBus:
         self._tag = node_id.encode() + b"\n"
         self._sessions_channel = self._name("cluster:sessions")
         self._resync_channel = self._name("cluster:resync")
+        self._shared_channel = self._name("cluster:shared")
         self._own_channel = self._node_channel(node_id)
         self._serve: CommandHandler | None = None
         self._owns: Owns = _everyone
@@ -196,10 +216,18 @@ class RedisBus:
         self._following: set[str] = set()
         """Bus channels this node's socket tier follows."""
         self._wanted: set[str] = {self._sessions_channel, self._resync_channel,
-                                  self._own_channel}
+                                  self._own_channel, self._shared_channel}
         """Redis channels to be subscribed to."""
         self._subscribed: set[str] = set()
         self._events_out: list[tuple[str, bytes]] = []
+        self._shared_out: dict[bytes, bytes] = {}
+        """Payloads published on the shared channel lately, and the number of each."""
+        self._shared_in: dict[bytes, bytes] = {}
+        """Payloads heard on the shared channel lately, by number."""
+        self._shared_count = 0
+        self._shared_prefix = f"{node_id}.{secrets.token_hex(4)}.".encode()
+        """What this process's shared payloads are numbered after: its node id, and a
+        random part, so that a node started again under the same id reuses no number."""
         self._commands_out: list[_Outgoing] = []
         self._retry_at = 0.0
         self._wake = asyncio.Event()
@@ -345,12 +373,43 @@ class RedisBus:
                 self._events_out.append((self._name(run_channel), self._tag + pack(run)))
                 run = []
             run_channel = channel
+            if (isinstance(event, Deliver) and len(event.payload) >= SHARED_AT_LEAST
+                    and channel.startswith("session:")):
+                event = replace(event, payload=_SHARED_MARK + self._shared(event.payload))
             run.append(event)
         if run:
             self._events_out.append((self._name(run_channel), self._tag + pack(run)))
             self._wake.set()
         if local and self._events is not None:
             self._events(local)
+
+    def _shared(self, payload: bytes) -> bytes:
+        """The number of ``payload`` on the shared channel, publishing it there first
+        unless it was lately (the same bytes object for every spectator of one view: its
+        hash is computed once)."""
+        number = self._shared_out.get(payload)
+        if number is None:
+            self._shared_count += 1
+            number = self._shared_prefix + str(self._shared_count).encode()
+            self._shared_out[payload] = number
+            self._events_out.append((self._shared_channel, self._tag + number + b"\n" + payload))
+            if len(self._shared_out) > SHARED_KEPT:
+                del self._shared_out[next(iter(self._shared_out))]
+        return number
+
+    def _unshared(self, events: list[Event]) -> list[Event]:
+        """``events`` with each shared payload put back (an event whose payload is no
+        longer kept is dropped: its session is sent everything again on a resync)."""
+        kept = []
+        for event in events:
+            if isinstance(event, Deliver) and event.payload[:1] == _SHARED_MARK:
+                payload = self._shared_in.get(event.payload[1:])
+                if payload is None:
+                    log_event("bus_shared_lost", logging.WARNING, to=channel_of(event))
+                    continue
+                event = replace(event, payload=payload)
+            kept.append(event)
+        return kept
 
     def subscribe(self, channel: str) -> None:
         """See :meth:`server.bus.Bus.subscribe`."""
@@ -415,8 +474,13 @@ class RedisBus:
             for resource in resources.split():
                 self.forget_owner(resource)
             self._on_resync(None if sessions[-1:] == [_EVERY_SESSION] else sessions)
+        elif channel == self._shared_channel:
+            number, _, payload = body.partition(b"\n")
+            self._shared_in[number] = payload
+            if len(self._shared_in) > SHARED_KEPT:
+                del self._shared_in[next(iter(self._shared_in))]
         elif self._events is not None:
-            self._events(unpack(body))
+            self._events(self._unshared(unpack(body)))
 
     def _lost(self, error: BaseException) -> None:
         if self._available:

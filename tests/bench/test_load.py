@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,13 @@ from bench.load import (
     Generator,
     LocalGame,
     Settings,
+    connections_by_node,
     failover_lines,
     frame_type,
     goals,
     names_race,
     run_target,
+    spectator_node,
     summary,
     table,
     target_command,
@@ -74,6 +77,15 @@ def test_at_most_a_sample_of_racers_times_progress() -> None:
             if group.index * race_size + seat < racers and generator.samples_progress(group, seat)
         ]
         assert len(timing) == min(racers, PROGRESS_SAMPLE)
+
+
+def test_spectators_go_to_every_node_or_to_every_node_but_the_owner() -> None:
+    assert [spectator_node(i, 2, "spread") for i in range(4)] == [0, 1, 0, 1]
+    assert [spectator_node(i, 3, "others") for i in range(4)] == [1, 2, 1, 2]
+    assert spectator_node(5, 1, "others") == 0  # one node: it has them all
+    settings = Settings(racers=10, spectators=7, spectators_on="others")
+    assert connections_by_node(settings, 2) == [5, 5 + 7]
+    assert connections_by_node(replace(settings, spectators_on="spread"), 2) == [5 + 4, 5 + 3]
 
 
 def test_the_target_and_the_floor_get_the_same_loop() -> None:

@@ -56,6 +56,24 @@ async def test_many_messages_arrive_in_order() -> None:
         await client.close()
 
 
+async def test_a_message_hook_gets_every_message_in_order_and_recv_only_the_close() -> None:
+    async def burst(connection: ServerConnection) -> None:
+        await connection.recv()  # the hook is set
+        for i in range(200):
+            await connection.send(struct.pack("!I", i))
+        await connection.close()
+
+    async with server(burst) as url:
+        client = await connect(url, timeout=5)
+        hooked: list[int] = []
+        client.on_message = lambda message: hooked.append(struct.unpack("!I", message)[0])
+        await client.send(b"go")
+        with pytest.raises(Closed):
+            await asyncio.wait_for(client.recv(), 5)
+        assert hooked == list(range(200))
+        await client.close()
+
+
 async def test_pings_are_answered_and_the_close_handshake_completes() -> None:
     close_codes: list[int | None] = []
 

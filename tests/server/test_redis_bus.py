@@ -4,10 +4,12 @@ once, or are answered where they were sent; events reach each node that listens,
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Protocol
 
 import pytest
+import redis.asyncio as redis
 
 from protocol import ErrorCode, Place, Role
 from server.bus import (
@@ -23,9 +25,11 @@ from server.bus import (
     Request,
     TakeRace,
     ToFeed,
+    ToSession,
     race_feed,
+    session_channel,
 )
-from server.redis_bus import RedisBus
+from server.redis_bus import SHARED_AT_LEAST, RedisBus
 
 ANN = Caller("p-1", "ann", False, Role.PLAYER)
 MOVE = Request(ANN, Place(race="K7QX", move=1, row=0, col=0, id=3), received_at=1.5)
@@ -196,3 +200,51 @@ async def test_a_feed_followed_here_in_a_batch_gets_the_batchs_later_updates_her
     update = Deliver(ToFeed(race_feed("K7QX"), Audience.EVERYONE), b"\x80")
     leader.publish([follow, update])
     assert heard == [follow, update]  # at once, in order: the socket tier then follows it
+
+
+async def test_a_big_payload_sent_to_many_sessions_crosses_redis_once(
+    node: Node, redis_url: str, cluster_prefix: str
+) -> None:
+    owner, other = node("a"), node("b")
+    for bus in (owner, other):
+        await bus.start()
+    heard = collect(other)
+    sessions = [f"p-{index}" for index in range(20)]
+    for session in sessions:
+        other.subscribe(session_channel(session))
+    view = b"\x81\xa4view\xc5" + (SHARED_AT_LEAST).to_bytes(2, "big") + bytes(SHARED_AT_LEAST)
+    small = b"\x81\xa1a\x01"
+    client = redis.Redis.from_url(redis_url)
+    crossed: list[int] = []
+    async with client.pubsub() as watcher:
+        await watcher.psubscribe(f"{cluster_prefix}:*")
+        await asyncio.sleep(0.3)  # the subscriptions reach Redis
+        for session in sessions:  # one view each, as many spectators starting to watch
+            owner.publish([Deliver(ToSession(session), view), Deliver(ToSession(session), small)])
+        await until(lambda: len(heard) == 2 * len(sessions))
+        while (message := await watcher.get_message(True, timeout=0.5)) is not None:
+            crossed.append(len(message["data"]))
+    await client.aclose()
+    assert heard == [event for session in sessions for event in (
+        Deliver(ToSession(session), view), Deliver(ToSession(session), small))]
+    assert sum(crossed) < 2 * len(view)  # once, not once per session
+
+
+async def test_the_shared_payloads_of_two_nodes_are_told_apart(node: Node) -> None:
+    first, second, listener = node("a"), node("b"), node("c")
+    for bus in (first, second, listener):
+        await bus.start()
+    heard = collect(listener)
+    for session in ("p-1", "p-2", "p-3"):
+        listener.subscribe(session_channel(session))
+    await asyncio.sleep(0.3)  # the subscriptions reach Redis
+    views = [b"\x81\xa4view\xc5" + (SHARED_AT_LEAST).to_bytes(2, "big")
+             + bytes([mark]) * SHARED_AT_LEAST for mark in (1, 2)]
+    # Each node's first shared payload; then the first node's again, which it does not
+    # publish again: the listener must still tell it from the second node's.
+    sends = [(first, "p-1", views[0]), (second, "p-2", views[1]), (first, "p-3", views[0])]
+    for count, (bus, session, view) in enumerate(sends, 1):
+        bus.publish([Deliver(ToSession(session), view)])
+        await until(functools.partial(lambda count: len(heard) >= count, count))
+    assert heard == [Deliver(ToSession("p-1"), views[0]), Deliver(ToSession("p-2"), views[1]),
+                     Deliver(ToSession("p-3"), views[0])]

@@ -14,6 +14,7 @@ from protocol import (
     JoinRace,
     LeaveRace,
     Ok,
+    Progress,
     RaceFinished,
     RaceOptions,
     RaceSnapshot,
@@ -25,7 +26,7 @@ from protocol import (
 from protocol.result import verify_result
 from server.config import ServerConfig
 from tests.conftest import fast_config, start_live_server
-from tests.server.test_durability import DUEL, open_duel
+from tests.server.test_durability import DUEL, open_duel, play_first_targets
 from tests.server.wire_client import WireClient
 
 
@@ -52,6 +53,17 @@ async def watched_duel(url: str) -> tuple[WireClient, WireClient, str, WireClien
     """Ann and Bob racing, and Eve watching them."""
     ann, bob, race = await open_duel(url)
     return ann, bob, race, await watch(url, race)
+
+
+async def cards_played_seen(spectator: WireClient, race: str, racer: str, count: int) -> None:
+    """Read ``spectator``'s messages until one shows ``racer`` with ``count`` cards played
+    (a snapshot's progress, or a progress update)."""
+    while True:
+        message = await spectator.receive()
+        if isinstance(message, RaceSnapshot | Progress) and message.race == race:
+            lines = message.progress if isinstance(message, RaceSnapshot) else message.racers
+            if any(line.racer == racer and line.cards_played == count for line in lines):
+                return
 
 
 async def resumed(url: str, spectator: WireClient) -> WireClient:
@@ -143,3 +155,35 @@ async def test_a_session_watches_a_bounded_number_of_races_still_on(tmp_path: Pa
         await eve.send(Spectate(race=duels[2][2], id=eve.next_id()))
         await eve.expect(RaceSnapshot, race=duels[2][2])
         await eve.close()
+
+
+async def test_spectators_who_start_watching_together_get_the_same_view_and_miss_no_move(
+    server_config: ServerConfig,
+) -> None:
+    # The view a new spectator gets is built once for those who start watching within a
+    # moment of each other (here: a second); whoever starts after a move must see it.
+    config = dataclasses.replace(server_config, spectator_view_interval=1.0)
+    async with start_live_server(config) as server:
+        ann, bob, race = await open_duel(server.url)
+        await bob.expect(RaceSnapshot, race=race, state=RaceState.RUNNING)
+        eves = [await WireClient.connect(server.url, f"eve{i}", role=Role.SPECTATOR)
+                for i in range(3)]
+        asked = [eve.next_id() for eve in eves]
+        for eve, request in zip(eves, asked, strict=True):
+            await eve.send(Spectate(race=race, id=request))
+        views = []
+        for eve, request in zip(eves, asked, strict=True):
+            snapshot = await eve.expect(RaceSnapshot, race=race)
+            assert snapshot.reply_to == request and snapshot.you is None
+            progress = await eve.expect(Progress, race=race)
+            boards = await eve.expect(Boards, race=race)
+            views.append((snapshot.racers, snapshot.progress, progress.racers, boards.boards))
+        assert views[0] == views[1] == views[2]
+        await play_first_targets(ann, race, 1)
+        for eve in eves:  # the update showing the move has gone out
+            await cards_played_seen(eve, race, ann.racer_id, 1)
+        late = await WireClient.connect(server.url, "eve-late", role=Role.SPECTATOR)
+        await late.send(Spectate(race=race, id=late.next_id()))
+        await cards_played_seen(late, race, ann.racer_id, 1)
+        for client in (ann, bob, late, *eves):
+            await client.close()
