@@ -103,9 +103,19 @@ class Layout:
 
 @cache
 def layout(size: int, adjacency: Adjacency) -> Layout:
-    """The cell layout for a grid of ``size`` and an adjacency rule (cached)."""
-    offset = size - 1
-    width = 2 * size - 1
+    """The cell layout for a grid of ``size`` and an adjacency rule (cached): wide enough
+    (``2 * size - 1``) for the box to float around the first card."""
+    return _layout(size, size - 1, 2 * size - 1, adjacency)
+
+
+@cache
+def box_layout(size: int, adjacency: Adjacency) -> Layout:
+    """The layout of the final ``size`` x ``size`` box alone (cached): for a search that
+    has fixed where the box lies, on masks of ``size²`` bits."""
+    return _layout(size, 0, size, adjacency)
+
+
+def _layout(size: int, offset: int, width: int, adjacency: Adjacency) -> Layout:
     count = width * width
     row_others = tuple(
         sum(1 << (cell - cell % width + col) for col in range(width)) & ~(1 << cell)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine import Game, Ruleset, Status, replay
+from engine import Game, Ruleset, Status, deal, replay
 from engine.board import Board
 from engine.solver import par
 from engine.tight import TightSearch
@@ -67,3 +67,23 @@ def test_rulesets_other_than_the_default_are_searched_too() -> None:
     rules = Ruleset(grid_size=3, pile_capacity=5, face_down_limit=2)
     result = par("0", rules)
     assert result.proven and result.score == 40 - 9
+
+
+def test_the_first_card_is_tried_in_each_place_of_the_final_box() -> None:
+    # Deal "t3-3" on a 3 x 3 grid is won with the fewest cards (9) only when its first
+    # card ends in the centre of the final box: not in a corner, not on an edge.
+    rules = Ruleset(grid_size=3, pile_capacity=5, face_down_limit=2)
+    ranks = [card.rank for card in deal("t3-3")]
+    tried = []
+    for first in (0, 1, 4):  # a corner, an edge, the centre: one of each orbit
+        search = TightSearch(Board(rules), ranks, lambda: None)
+        search.first = first
+        tried.append(search._search(0, 0, 0, 0, 0))
+    assert tried == [False, False, True]
+    board = Board(rules)
+    cells = TightSearch(board, ranks, lambda: None).solve_from(0)
+    assert cells is not None
+    game = Game(deal("t3-3"), rules)
+    for cell in cells:
+        game.play(board.position(cell))
+    assert game.status is Status.WON and game.cards_played == 9
