@@ -32,6 +32,12 @@ _RANK_BITS = 4
 #: Bits that :meth:`TightSearch._search` gives the count of cards placed in a failure's key.
 _PLACED_BITS = 8
 
+#: The children lists a search keeps (:meth:`TightSearch._moves`) before it forgets them.
+_MOVES_KEPT = 1 << 20
+
+Moves = tuple[tuple[int, int], ...]
+"""A box position's children worth searching: ``(cell, down after the move)``."""
+
 #: No answer yet in a layout's ``triggers`` memo (``None`` is an answer there).
 _UNKNOWN = -1
 
@@ -68,6 +74,8 @@ class TightSearch:
         self.limit = board.limit
         self.first = 0
         """Where the first card goes, when searching from the empty grid."""
+        self.moves: dict[int, Moves] = {}
+        """:meth:`_moves` answers found so far, by the masks they depend on."""
 
     def solve_from(self, placed: int) -> list[int] | None:
         """A winning line (as cells of the board) from the board after ``placed`` cards,
@@ -100,6 +108,56 @@ class TightSearch:
                     return [outer[cell] for cell in self.line]
         return None
 
+    def _moves(self, occupied: int, down: int, not_above: int, not_below: int) -> Moves:
+        """The children of a box position worth searching, as ``(cell, down)`` after the
+        move, fewest face-down tops first; or only ``(cell, -1)`` if that move wins.
+
+        ``not_above`` and ``not_below`` are the face-up tops ranking at most and at least
+        the card to place (a top ranking the same is in both): a line holding both kinds
+        is not triggered. These and the masks are all that the children depend on, which is
+        why :meth:`_search` remembers the answer under them.
+        """
+        geo = self.geo
+        cells, box, limit = geo.cells, geo.everything, self.limit
+        row_others, col_others = geo.row_others, geo.col_others
+        known = geo.triggers.get  # mask_triggers' memo, read here first: it is cheaper
+        empty = box & ~occupied
+        if occupied:
+            targets = geo.neighbours(occupied) & empty
+            if not occupied & (occupied - 1):
+                targets = _one_of_each_mirror_pair(geo.size, occupied, targets)
+        else:
+            targets = 1 << self.first
+        children: list[tuple[int, int, int]] = []
+        while targets:
+            bit = targets & -targets
+            targets ^= bit
+            cell = bit.bit_length() - 1
+            after = down
+            others = row_others[cell]
+            if not (others & not_above and others & not_below):
+                after ^= others & occupied
+            others = col_others[cell]
+            if not (others & not_above and others & not_below):
+                after ^= others & occupied
+            face_down = after.bit_count()
+            if face_down > limit:
+                continue
+            grown = occupied | bit
+            if grown == box:
+                if not after:
+                    return ((cell, -1),)
+                continue
+            if after:
+                needed = known(grown << cells | after, _UNKNOWN)
+                if needed is None or (
+                    needed == _UNKNOWN and mask_triggers(geo, grown, after) is None
+                ):
+                    continue
+            children.append((face_down, cell, after))
+        children.sort()
+        return tuple((cell, after) for _, cell, after in children)
+
     def _search(self, placed: int, occupied: int, down: int, at_most: int, code: int) -> bool:
         """Whether the box position fills face up with the cards from ``placed`` on.
 
@@ -125,48 +183,23 @@ class TightSearch:
         # kind of tops (the same top may be both, a tie) is not triggered.
         not_above = face_up & at_most >> rank * cells
         not_below = face_up & ~(at_most >> (rank - 1) * cells)
-        row_others, col_others = geo.row_others, geo.col_others
-        limit = self.limit
-        known = geo.triggers.get  # mask_triggers' memo, read here first: it is cheaper
-        children: list[tuple[int, int, int]] = []
         if occupied:
-            targets = geo.neighbours(occupied) & empty
-            if not occupied & (occupied - 1):
-                targets = _one_of_each_mirror_pair(geo.size, occupied, targets)
+            moves_key = ((occupied << cells | down) << cells | not_above) << cells | not_below
+            moves = self.moves.get(moves_key)
+            if moves is None:
+                moves = self._moves(occupied, down, not_above, not_below)
+                if len(self.moves) >= _MOVES_KEPT:
+                    self.moves.clear()
+                self.moves[moves_key] = moves
         else:
-            targets = 1 << self.first
-        while targets:
-            bit = targets & -targets
-            targets ^= bit
-            cell = bit.bit_length() - 1
-            after = down
-            others = row_others[cell]
-            if not (others & not_above and others & not_below):
-                after ^= others & occupied
-            others = col_others[cell]
-            if not (others & not_above and others & not_below):
-                after ^= others & occupied
-            face_down = after.bit_count()
-            if face_down > limit:
-                continue
-            grown = occupied | bit
-            if grown == box:
-                if not after:
-                    self.line.append(cell)
-                    return True
-                continue
-            if after:
-                needed = known(grown << cells | after, _UNKNOWN)
-                if needed is None or (
-                    needed == _UNKNOWN and mask_triggers(geo, grown, after) is None
-                ):
-                    continue
-            children.append((face_down, cell, after))
-        children.sort()
+            moves = self._moves(occupied, down, not_above, not_below)
+        if moves and moves[0][1] < 0:
+            self.line.append(moves[0][0])  # the last card fills the box face up
+            return True
         line, search = self.line, self._search
         rank_bits = self.rank_bits[rank]
         placed += 1
-        for _, cell, after in children:
+        for cell, after in moves:
             line.append(cell)
             if search(
                 placed,
