@@ -278,20 +278,15 @@ class Board:
         piles all turn over. The row and the column share only ``cell``, so their order
         does not matter.
         """
-        occupied, down, geo = self.occupied, self.down, self.layout
-        not_above, below = self.at_most[rank], self.at_most[rank - 1]
-        flipped = 0
-        others = occupied & geo.row_others[cell]
-        if others:
-            face_up = others & ~down
-            if not (face_up & not_above and face_up & ~below):
-                flipped = others
-        others = occupied & geo.col_others[cell]
-        if others:
-            face_up = others & ~down
-            if not (face_up & not_above and face_up & ~below):
-                flipped |= others
-        return flipped
+        occupied, geo = self.occupied, self.layout
+        face_up = occupied & ~self.down
+        return flipped_by(
+            geo.row_others[cell],
+            geo.col_others[cell],
+            occupied,
+            face_up & self.at_most[rank],
+            face_up & ~self.at_most[rank - 1],
+        )
 
     def after(self, cell: int, rank: int) -> tuple[int, int, int]:
         """The ``(occupied, down, full)`` masks after placing ``rank`` on ``cell``,
@@ -358,6 +353,23 @@ class Board:
         clone.at_most = self.at_most[:]
         clone.box = self.box
         return clone
+
+
+def flipped_by(row: int, col: int, occupied: int, not_above: int, not_below: int) -> int:
+    """The piles a card turns over: the flip rule, for every search.
+
+    ``row`` and ``col`` are the other cells of the card's row and column, ``occupied`` the
+    piles, ``not_above`` and ``not_below`` the face-up tops ranking at most and at least
+    the card (a top of the same rank is in both). A line triggers unless it holds a
+    face-up top of each kind (ties do not trigger; with no face-up top it always
+    triggers), and a triggered line's piles all turn over.
+    """
+    flipped = 0
+    if not (row & not_above and row & not_below):
+        flipped = row & occupied
+    if not (col & not_above and col & not_below):
+        flipped |= col & occupied
+    return flipped
 
 
 def _ranks_between(old: int, new: int) -> tuple[int, ...]:

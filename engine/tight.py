@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cache
 
-from engine.board import TOP_RANK, Board, box_layout, cells_of, mask_triggers
+from engine.board import TOP_RANK, Board, box_layout, cells_of, flipped_by, mask_triggers
 
 #: Tight positions with fewer empty cells than this are not remembered when they fail:
 #: their subtrees are smaller than the table would grow.
@@ -133,13 +133,9 @@ class TightSearch:
             bit = targets & -targets
             targets ^= bit
             cell = bit.bit_length() - 1
-            after = down
-            others = row_others[cell]
-            if not (others & not_above and others & not_below):
-                after ^= others & occupied
-            others = col_others[cell]
-            if not (others & not_above and others & not_below):
-                after ^= others & occupied
+            after = down ^ flipped_by(
+                row_others[cell], col_others[cell], occupied, not_above, not_below
+            )
             face_down = after.bit_count()
             if face_down > limit:
                 continue
@@ -179,8 +175,8 @@ class TightSearch:
                 return False
         rank = self.ranks[placed]
         face_up = occupied & ~down
-        # Face-up tops ranking at most the card, and at least it: a line holding both
-        # kind of tops (the same top may be both, a tie) is not triggered.
+        # What the flips depend on (engine.board.flipped_by): the face-up tops ranking at
+        # most the card, and at least it.
         not_above = face_up & at_most >> rank * cells
         not_below = face_up & ~(at_most >> (rank - 1) * cells)
         if occupied:
