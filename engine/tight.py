@@ -103,10 +103,28 @@ class TightSearch:
                         down |= (board.down >> outer[cell] & 1) << cell
                         at_most |= self.rank_bits[rank][cell]
                         code |= rank << _RANK_BITS * cell
+                if self._image_failed(placed, occupied, down, code):
+                    continue
                 self.line.clear()
                 if self._search(placed, occupied, down, at_most, code):
                     return [outer[cell] for cell in self.line]
         return None
+
+    def _image_failed(self, placed: int, occupied: int, down: int, code: int) -> bool:
+        """Whether a rotation or reflection of the box position is known to fail: the
+        rules do not change under them, so neither does the outcome. Looked at for each
+        box a search starts in (a position with few piles fits many boxes, most of them
+        images of one another), not at every node, where it would cost more than it saves.
+        """
+        cells = self.geo.cells
+        for image in _box_symmetries(self.geo.size):
+            moved_code = moved_down = 0
+            for cell in cells_of(occupied):
+                moved_code |= (code >> _RANK_BITS * cell & 15) << _RANK_BITS * image[cell]
+                moved_down |= (down >> cell & 1) << image[cell]
+            if _failure_key(cells, placed, moved_code, moved_down) in self.failed:
+                return True
+        return False
 
     def _moves(self, occupied: int, down: int, not_above: int, not_below: int) -> Moves:
         """The children of a box position worth searching, as ``(cell, down)`` after the
@@ -170,7 +188,7 @@ class TightSearch:
         # with one place says nothing of the others.
         remember = occupied and empty.bit_count() >= _REMEMBER_FROM_EMPTY
         if remember:
-            key = ((code << cells | down) << _PLACED_BITS) | placed
+            key = _failure_key(cells, placed, code, down)
             if key in self.failed:
                 return False
         rank = self.ranks[placed]
@@ -209,6 +227,32 @@ class TightSearch:
         if remember:
             self.failed.add(key)
         return False
+
+
+def _failure_key(cells: int, placed: int, code: int, down: int) -> int:
+    """How :attr:`TightSearch.failed` holds a box position: its rank code, faces and
+    cards placed (which cards are still to come)."""
+    return ((code << cells | down) << _PLACED_BITS) | placed
+
+
+@cache
+def _box_symmetries(size: int) -> tuple[tuple[int, ...], ...]:
+    """The eight rotations and reflections of a ``size`` x ``size`` box, each as the
+    image of every cell."""
+    images = []
+    for transform in range(8):
+        image = []
+        for cell in range(size * size):
+            row, col = divmod(cell, size)
+            if transform & 4:
+                row, col = col, row
+            if transform & 1:
+                row = size - 1 - row
+            if transform & 2:
+                col = size - 1 - col
+            image.append(row * size + col)
+        images.append(tuple(image))
+    return tuple(images)
 
 
 def _box_cells(size: int, width: int, top: int, left: int) -> list[int]:
