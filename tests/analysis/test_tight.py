@@ -112,10 +112,23 @@ def _played_positions(seed: str, empty: int, count: int, stacked: int = 0) -> li
     return positions
 
 
+def _images(game: Game) -> list[Game]:
+    """``game`` and the same moves mirrored in a row, in a column and in the diagonal."""
+    images = [game]
+    for mirror in ((lambda r, c: (-r, c)), (lambda r, c: (r, -c)), (lambda r, c: (c, r))):
+        image = Game(game.stock, game.rules)
+        for row, col in game.moves:
+            image.play(mirror(row, col))
+        images.append(image)
+    return images
+
+
 def test_one_tight_search_matches_brute_force_across_positions_and_boxes() -> None:
     # One search answers every position of a deal, so what it remembers from one position
     # (failures keyed on the box alone, children keyed on masks) is reused, right or
-    # wrong, by the next, in other boxes and other translations of them. "solver-83" is a
+    # wrong, by the next, in other boxes and other translations of them; each position is
+    # followed by its mirror images, which a search skips once it knows the first fails
+    # (a box's starting position, rotated or reflected, has the same outcome). "solver-83" is a
     # deal whose fewest-card pass fails: no position played from it can be won with the
     # fewest cards; the others are, and their par line and the moves off it give both answers.
     answers = []
@@ -123,13 +136,13 @@ def test_one_tight_search_matches_brute_force_across_positions_and_boxes() -> No
         ranks = [card.rank for card in deal(seed)]
         search = TightSearch(Board(), ranks, lambda: None)
         played = [
-            *_played_positions(seed, 5, 6),
-            *_played_positions(seed, 6, 3),
-            *_played_positions(seed, 5, 6, stacked=1),
+            *_played_positions(seed, 5, 3),
+            *_played_positions(seed, 6, 2),
+            *_played_positions(seed, 5, 4, stacked=1),
         ]
         if seed != "solver-83":
             played += _endgames(seed, 5) + _endgames(seed, 6)
-        for position in played:
+        for position in [image for game in played for image in _images(game)]:
             if position.is_over():
                 continue
             placed, empty = position.cards_played, 16 - len(position.piles)
