@@ -115,10 +115,10 @@ def _played_positions(seed: str, empty: int, count: int, stacked: int = 0) -> li
 def _images(game: Game) -> list[Game]:
     """``game`` and the same moves mirrored in a row, in a column and in the diagonal."""
     images = [game]
-    for mirror in ((lambda r, c: (-r, c)), (lambda r, c: (r, -c)), (lambda r, c: (c, r))):
+    for mirror in range(3):
         image = Game(game.stock, game.rules)
         for row, col in game.moves:
-            image.play(mirror(row, col))
+            image.play(((-row, col), (row, -col), (col, row))[mirror])
         images.append(image)
     return images
 
