@@ -422,8 +422,8 @@ def triggers_needed(board: Board) -> int | None:
 #: :func:`mask_triggers` answers a layout keeps before it forgets them (tens of MB).
 _TRIGGERS_KEPT = 1 << 20
 
-#: No answer yet in a layout's ``triggers`` (``None`` is an answer there).
-_UNKNOWN = -1
+#: No answer yet in a layout's ``triggers`` memo (``None`` is an answer there: not repairable).
+TRIGGERS_UNKNOWN = -1
 
 
 def mask_triggers(geo: Layout, occupied: int, down: int) -> int | None:
@@ -436,8 +436,8 @@ def mask_triggers(geo: Layout, occupied: int, down: int) -> int | None:
     if not down:
         return 0
     key = (occupied << geo.cells) | down
-    known = geo.triggers.get(key, _UNKNOWN)
-    if known != _UNKNOWN:
+    known = geo.triggers.get(key, TRIGGERS_UNKNOWN)
+    if known != TRIGGERS_UNKNOWN:
         return known
     size = geo.size
     row_piles = [occupied & mask for mask in geo.row_masks]

@@ -9,7 +9,10 @@ integers, so a move costs no undo, and a position is the same wherever its box l
 failures found in one box serve every translation of it. The bound that prunes is
 the parity bound (:func:`engine.board.mask_triggers`, on the box's own
 :func:`~engine.board.box_layout`): with no card to stack, a pile's final face is its face
-now XOR one bit for its row and one for its column, full lines fixed at 0.
+now XOR one bit for its row and one for its column, full lines fixed at 0. A position's
+children are remembered under the masks they depend on (:meth:`TightSearch._moves`), and
+a box is not searched when a rotation or reflection of its starting position is known to
+fail (:meth:`TightSearch._image_failed`).
 
 Most of the par solver's time goes here: proving that no deal is won with the fewest
 cards is an exhaustive search of this endgame from the empty grid.
@@ -20,7 +23,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cache
 
-from engine.board import TOP_RANK, Board, box_layout, cells_of, flipped_by, mask_triggers
+from engine.board import (
+    TOP_RANK,
+    TRIGGERS_UNKNOWN,
+    Board,
+    box_layout,
+    cells_of,
+    flipped_by,
+    mask_triggers,
+)
 
 #: Tight positions with fewer empty cells than this are not remembered when they fail:
 #: their subtrees are smaller than the table would grow.
@@ -37,10 +48,6 @@ _MOVES_KEPT = 1 << 20
 
 Moves = tuple[tuple[int, int], ...]
 """A box position's children worth searching: ``(cell, down after the move)``."""
-
-#: No answer yet in a layout's ``triggers`` memo (``None`` is an answer there).
-_UNKNOWN = -1
-
 
 @cache
 def _rank_bits(cells: int) -> tuple[tuple[int, ...], ...]:
@@ -163,9 +170,9 @@ class TightSearch:
                     return ((cell, -1),)
                 continue
             if after:
-                needed = known(grown << cells | after, _UNKNOWN)
+                needed = known(grown << cells | after, TRIGGERS_UNKNOWN)
                 if needed is None or (
-                    needed == _UNKNOWN and mask_triggers(geo, grown, after) is None
+                    needed == TRIGGERS_UNKNOWN and mask_triggers(geo, grown, after) is None
                 ):
                     continue
             children.append((face_down, cell, after))
