@@ -10,17 +10,19 @@ The budget and every time reported are this process's CPU time (``time.process_t
 unless ``--wall`` is given: on a machine shared with other work, wall time also counts
 the other processes' turns on the cores, and a deal's result would depend on them.
 
-Run: ``python -m bench.solver [--seeds N] [--budget S] [--wall] [--write]``
+Run: ``python -m bench.solver [--seeds N] [--budget S] [--wall] [--write]``; ``--write``
+updates ``docs/performance.md`` and records every deal in ``bench/results/solver.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections import Counter
 
-from bench.report import machine_line, markdown_table, update_section
+from bench.report import PERFORMANCE_DOC, machine_line, markdown_table, update_section
 from engine import Status, deal, replay
 from engine.solver import Clock, Par, solve
 
@@ -83,6 +85,29 @@ def report(results: list[Par], budget: float, command: str, clock_name: str = "C
     )
 
 
+RESULTS = PERFORMANCE_DOC.parent.parent / "bench" / "results" / "solver.json"
+
+
+def write_results(seeds: list[str], results: list[Par], budget: float, command: str) -> None:
+    """Every deal's outcome, for comparing runs deal by deal (``bench/results``)."""
+    deals = [
+        {
+            "seed": seed,
+            "score": r.score,
+            "proven": r.proven,
+            "at_most": r.at_most,
+            "seconds": round(r.seconds, 4),
+            "first_line_seconds": None
+            if r.first_line_seconds is None
+            else round(r.first_line_seconds, 4),
+            "nodes": r.nodes,
+        }
+        for seed, r in zip(seeds, results, strict=True)
+    ]
+    record = {"command": command, "budget_s": budget, "machine": machine_line(), "deals": deals}
+    RESULTS.write_text(json.dumps(record, indent=1) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=200, help="how many deals (default 200)")
@@ -103,6 +128,7 @@ def main() -> None:
     print(text)
     if args.write:
         update_section("solver", text)
+        write_results(seeds, results, args.budget, command)
 
 
 if __name__ == "__main__":

@@ -103,9 +103,19 @@ class Layout:
 
 @cache
 def layout(size: int, adjacency: Adjacency) -> Layout:
-    """The cell layout for a grid of ``size`` and an adjacency rule (cached)."""
-    offset = size - 1
-    width = 2 * size - 1
+    """The cell layout for a grid of ``size`` and an adjacency rule (cached): wide enough
+    (``2 * size - 1``) for the box to float around the first card."""
+    return _layout(size, size - 1, 2 * size - 1, adjacency)
+
+
+@cache
+def box_layout(size: int, adjacency: Adjacency) -> Layout:
+    """The layout of the final ``size`` x ``size`` box alone (cached): for a search that
+    has fixed where the box lies, on masks of ``size²`` bits."""
+    return _layout(size, 0, size, adjacency)
+
+
+def _layout(size: int, offset: int, width: int, adjacency: Adjacency) -> Layout:
     count = width * width
     row_others = tuple(
         sum(1 << (cell - cell % width + col) for col in range(width)) & ~(1 << cell)
@@ -268,20 +278,15 @@ class Board:
         piles all turn over. The row and the column share only ``cell``, so their order
         does not matter.
         """
-        occupied, down, geo = self.occupied, self.down, self.layout
-        not_above, below = self.at_most[rank], self.at_most[rank - 1]
-        flipped = 0
-        others = occupied & geo.row_others[cell]
-        if others:
-            face_up = others & ~down
-            if not (face_up & not_above and face_up & ~below):
-                flipped = others
-        others = occupied & geo.col_others[cell]
-        if others:
-            face_up = others & ~down
-            if not (face_up & not_above and face_up & ~below):
-                flipped |= others
-        return flipped
+        occupied, geo = self.occupied, self.layout
+        face_up = occupied & ~self.down
+        return flipped_by(
+            geo.row_others[cell],
+            geo.col_others[cell],
+            occupied,
+            face_up & self.at_most[rank],
+            face_up & ~self.at_most[rank - 1],
+        )
 
     def after(self, cell: int, rank: int) -> tuple[int, int, int]:
         """The ``(occupied, down, full)`` masks after placing ``rank`` on ``cell``,
@@ -350,6 +355,23 @@ class Board:
         return clone
 
 
+def flipped_by(row: int, col: int, occupied: int, not_above: int, not_below: int) -> int:
+    """The piles a card turns over: the flip rule, for every search.
+
+    ``row`` and ``col`` are the other cells of the card's row and column, ``occupied`` the
+    piles, ``not_above`` and ``not_below`` the face-up tops ranking at most and at least
+    the card (a top of the same rank is in both). A line triggers unless it holds a
+    face-up top of each kind (ties do not trigger; with no face-up top it always
+    triggers), and a triggered line's piles all turn over.
+    """
+    flipped = 0
+    if not (row & not_above and row & not_below):
+        flipped = row & occupied
+    if not (col & not_above and col & not_below):
+        flipped |= col & occupied
+    return flipped
+
+
 def _ranks_between(old: int, new: int) -> tuple[int, ...]:
     """The entries of ``at_most`` that a top changing from rank ``old`` to ``new`` (0:
     no pile) enters or leaves: a top is in ``at_most[k]`` for ``k`` from its rank up, so
@@ -400,8 +422,8 @@ def triggers_needed(board: Board) -> int | None:
 #: :func:`mask_triggers` answers a layout keeps before it forgets them (tens of MB).
 _TRIGGERS_KEPT = 1 << 20
 
-#: No answer yet in a layout's ``triggers`` (``None`` is an answer there).
-_UNKNOWN = -1
+#: No answer yet in a layout's ``triggers`` memo (``None`` is an answer there: not repairable).
+TRIGGERS_UNKNOWN = -1
 
 
 def mask_triggers(geo: Layout, occupied: int, down: int) -> int | None:
@@ -414,8 +436,8 @@ def mask_triggers(geo: Layout, occupied: int, down: int) -> int | None:
     if not down:
         return 0
     key = (occupied << geo.cells) | down
-    known = geo.triggers.get(key, _UNKNOWN)
-    if known != _UNKNOWN:
+    known = geo.triggers.get(key, TRIGGERS_UNKNOWN)
+    if known != TRIGGERS_UNKNOWN:
         return known
     size = geo.size
     row_piles = [occupied & mask for mask in geo.row_masks]

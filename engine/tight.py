@@ -3,10 +3,16 @@
 When the cards left are exactly as many as the empty cells of the final grid, no card
 can be stacked, so no top card changes rank again and the final box is one of the few
 ``grid_size`` x ``grid_size`` boxes containing the piles so far. This search fixes each
-such box in turn and fills it on the :class:`~engine.board.Board`, new piles only and
-only inside the box; the parity bound (:func:`engine.board.mask_triggers`) prunes every
-child whose face-down pattern triggers alone could not repair, and failed positions are
-remembered.
+such box in turn and fills it, new piles only, on masks of the box alone (``n²`` bits,
+cell ``row * n + col`` of the box): the position is passed down the recursion as four
+integers, so a move costs no undo, and a position is the same wherever its box lies, so
+failures found in one box serve every translation of it. The bound that prunes is
+the parity bound (:func:`engine.board.mask_triggers`, on the box's own
+:func:`~engine.board.box_layout`): with no card to stack, a pile's final face is its face
+now XOR one bit for its row and one for its column, full lines fixed at 0. A position's
+children are remembered under the masks they depend on (:meth:`TightSearch._moves`), and
+a box is not searched when a rotation or reflection of its starting position is known to
+fail (:meth:`TightSearch._image_failed`).
 
 Most of the par solver's time goes here: proving that no deal is won with the fewest
 cards is an exhaustive search of this endgame from the empty grid.
@@ -15,124 +21,214 @@ cards is an exhaustive search of this endgame from the empty grid.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 
-from engine.board import Board, cells_of, mask_triggers
+from engine.board import (
+    TOP_RANK,
+    TRIGGERS_UNKNOWN,
+    Board,
+    box_layout,
+    cells_of,
+    flipped_by,
+    mask_triggers,
+)
 
 #: Tight positions with fewer empty cells than this are not remembered when they fail:
 #: their subtrees are smaller than the table would grow.
 _REMEMBER_FROM_EMPTY = 4
 
+#: Bits per cell in a position's rank code (ranks run to 10; 0 is "no pile").
+_RANK_BITS = 4
+
+#: Bits that :meth:`TightSearch._search` gives the count of cards placed in a failure's key.
+_PLACED_BITS = 8
+
+#: The children lists a search keeps (:meth:`TightSearch._moves`) before it forgets them.
+_MOVES_KEPT = 1 << 20
+
+Moves = tuple[tuple[int, int], ...]
+"""A box position's children worth searching: ``(cell, down after the move)``."""
+
+@cache
+def _rank_bits(cells: int) -> tuple[tuple[int, ...], ...]:
+    """``[rank][cell]``: the bits a top of ``rank`` on ``cell`` sets in the ``at_most``
+    integer of :meth:`TightSearch._search`, whose ``cells``-bit field ``k`` holds the tops
+    ranking at most ``k`` (field 0 stays empty)."""
+    return tuple(
+        tuple(
+            sum(1 << (level * cells + cell) for level in range(rank, TOP_RANK + 1))
+            for cell in range(cells)
+        )
+        for rank in range(TOP_RANK + 1)
+    )
+
 
 class TightSearch:
-    """The no-spare endgame for one deal (stock ranks fixed), on a search board."""
+    """The no-spare endgame for one deal (stock ranks fixed), from a board's position."""
 
     def __init__(self, board: Board, ranks: Sequence[int], tick: Callable[[], None]) -> None:
-        """``board`` is the board the search plays on (it is left as found); ``tick`` is
-        called once per node, so the caller can enforce its budget."""
+        """``board`` holds the position to search from (only read); ``tick`` is called
+        once per node, so the caller can enforce its budget."""
         self.board = board
         self.ranks = ranks
         self.tick = tick
         self.line: list[int] = []
-        self.failed: set[tuple[int, int, int, int]] = set()
-        self.box = 0
-        """The final box being filled, as a mask of cells."""
-        self.mirror: dict[int, int] = {}
-        """Each cell of the box's image in its main diagonal."""
+        """The winning line found, as cells of the box."""
+        self.failed: set[int] = set()
+        """Box positions known to fail, as :meth:`_search` keys them."""
+        self.geo = box_layout(board.grid_size, board.rules.adjacency)
+        self.rank_bits = _rank_bits(self.geo.cells)
+        self.limit = board.limit
+        self.first = 0
+        """Where the first card goes, when searching from the empty grid."""
+        self.moves: dict[int, Moves] = {}
+        """:meth:`_moves` answers found so far, by the masks they depend on."""
 
     def solve_from(self, placed: int) -> list[int] | None:
-        """A winning line (as cells) from the board after ``placed`` cards, or ``None``.
-
-        The position must be tight: as many cards left to use as empty cells.
+        """A winning line (as cells of the board) from the board after ``placed`` cards,
+        or ``None``. The position must be tight: as many cards left to use as empty cells.
         """
         board = self.board
-        geo = board.layout
-        n, width = geo.size, geo.width
+        n, width, centre = board.grid_size, board.layout.width, board.layout.offset
         if not board.occupied:
-            centre = geo.offset
             # The first card's place in the final box, up to the grid's eight symmetries.
-            corners = [(centre - x // n, centre - x % n) for x in _orbit_representatives(n)]
-        else:
-            row_min, row_max, col_min, col_max = board.box
-            corners = [
-                (top, left)
-                for top in range(max(0, row_max - n + 1), min(row_min, width - n) + 1)
-                for left in range(max(0, col_max - n + 1), min(col_min, width - n) + 1)
-            ]
-        for top, left in corners:
-            box_cells = [(top + row) * width + left + col for row in range(n) for col in range(n)]
-            self.box = sum(1 << cell for cell in box_cells)
-            images = _transposed(n)
-            self.mirror = {cell: box_cells[images[x]] for x, cell in enumerate(box_cells)}
-            self.line.clear()
-            if self._search(placed, _rank_code(board)):
-                return self.line[:]
+            for first in _orbit_representatives(n):
+                self.first = first
+                self.line.clear()
+                if self._search(placed, 0, 0, 0, 0):
+                    outer = _box_cells(n, width, centre - first // n, centre - first % n)
+                    return [outer[cell] for cell in self.line]
+            return None
+        row_min, row_max, col_min, col_max = board.box
+        for top in range(max(0, row_max - n + 1), min(row_min, width - n) + 1):
+            for left in range(max(0, col_max - n + 1), min(col_min, width - n) + 1):
+                outer = _box_cells(n, width, top, left)
+                occupied = down = at_most = code = 0
+                for cell, rank in enumerate(board.rank[at] for at in outer):
+                    if rank:
+                        occupied |= 1 << cell
+                        down |= (board.down >> outer[cell] & 1) << cell
+                        at_most |= self.rank_bits[rank][cell]
+                        code |= rank << _RANK_BITS * cell
+                if self._image_failed(placed, occupied, down, code):
+                    continue
+                self.line.clear()
+                if self._search(placed, occupied, down, at_most, code):
+                    return [outer[cell] for cell in self.line]
         return None
 
-    def _one_of_each_mirror_pair(self, occupied: int, targets: int) -> int:
-        """``targets`` less the mirror image of each, when the one pile is on the box's
-        diagonal: the rules do not tell rows from columns, so the two positions the
-        second card makes are mirror images with the same future, and one is enough."""
-        mirror = self.mirror
-        if mirror[occupied.bit_length() - 1] != occupied.bit_length() - 1:
-            return targets
-        kept = 0
-        for cell in cells_of(targets):
-            if not kept >> mirror[cell] & 1:
-                kept |= 1 << cell
-        return kept
+    def _image_failed(self, placed: int, occupied: int, down: int, code: int) -> bool:
+        """Whether a rotation or reflection of the box position is known to fail: the
+        rules do not change under them, so neither does the outcome. Looked at for each
+        box a search starts in (a position with few piles fits many boxes, most of them
+        images of one another), not at every node, where it would cost more than it saves.
+        """
+        cells = self.geo.cells
+        for image in _box_symmetries(self.geo.size):
+            moved_code = moved_down = 0
+            for cell in cells_of(occupied):
+                moved_code |= (code >> _RANK_BITS * cell & 15) << _RANK_BITS * image[cell]
+                moved_down |= (down >> cell & 1) << image[cell]
+            if _failure_key(cells, placed, moved_code, moved_down) in self.failed:
+                return True
+        return False
 
-    def _search(self, placed: int, code: int) -> bool:
-        """Whether the board after ``placed`` cards fills the box face up; ``code`` is
-        its :func:`_rank_code`, kept up to date here (no pile changes rank any more, so
-        the top ranks and faces are the whole position)."""
-        self.tick()
-        board = self.board
-        occupied, down, box = board.occupied, board.down, self.box
+    def _moves(self, occupied: int, down: int, not_above: int, not_below: int) -> Moves:
+        """The children of a box position worth searching, as ``(cell, down)`` after the
+        move, fewest face-down tops first; or only ``(cell, -1)`` if that move wins.
+
+        ``not_above`` and ``not_below`` are the face-up tops ranking at most and at least
+        the card to place (a top ranking the same is in both): a line holding both kinds
+        is not triggered. These and the masks are all that the children depend on, which is
+        why :meth:`_search` remembers the answer under them.
+        """
+        geo = self.geo
+        cells, box, limit = geo.cells, geo.everything, self.limit
+        row_others, col_others = geo.row_others, geo.col_others
+        known = geo.triggers.get  # mask_triggers' memo, read here first: it is cheaper
         empty = box & ~occupied
-        remember = empty.bit_count() >= _REMEMBER_FROM_EMPTY
-        if remember:
-            key = (placed, box, code, down)
-            if key in self.failed:
-                return False
-        rank = self.ranks[placed]
-        geo = board.layout
-        limit_down, flips = board.limit, board.flips
-        # mask_triggers' own memo, read here first: most children are found in it, and
-        # the call would cost more than the look-up.
-        known, cells = geo.triggers.get, geo.cells
+        if occupied:
+            targets = geo.neighbours(occupied) & empty
+            if not occupied & (occupied - 1):
+                targets = _one_of_each_mirror_pair(geo.size, occupied, targets)
+        else:
+            targets = 1 << self.first
         children: list[tuple[int, int, int]] = []
-        targets = geo.neighbours(occupied) & empty if occupied else 1 << geo.centre
-        if occupied & (occupied - 1) == 0 and occupied:
-            targets = self._one_of_each_mirror_pair(occupied, targets)
         while targets:
             bit = targets & -targets
             targets ^= bit
             cell = bit.bit_length() - 1
-            flipped = flips(cell, rank)
-            after = down ^ flipped
+            after = down ^ flipped_by(
+                row_others[cell], col_others[cell], occupied, not_above, not_below
+            )
             face_down = after.bit_count()
-            if face_down > limit_down:
+            if face_down > limit:
                 continue
             grown = occupied | bit
             if grown == box:
                 if not after:
-                    self.line.append(cell)
-                    return True
+                    return ((cell, -1),)
                 continue
             if after:
-                needed = known((grown << cells) | after, -1)
-                if needed is None or (needed == -1 and mask_triggers(geo, grown, after) is None):
+                needed = known(grown << cells | after, TRIGGERS_UNKNOWN)
+                if needed is None or (
+                    needed == TRIGGERS_UNKNOWN and mask_triggers(geo, grown, after) is None
+                ):
                     continue
-            children.append((face_down, cell, flipped))
+            children.append((face_down, cell, after))
         children.sort()
-        line, place, undo, search = self.line, board.place, board.undo, self._search
+        return tuple((cell, after) for _, cell, after in children)
+
+    def _search(self, placed: int, occupied: int, down: int, at_most: int, code: int) -> bool:
+        """Whether the box position fills face up with the cards from ``placed`` on.
+
+        ``at_most`` holds, in field ``k``, the piles ranking at most ``k``; ``code`` the top
+        ranks, :data:`_RANK_BITS` a cell. With no pile to stack on, these and ``down`` are
+        the whole position.
+        """
+        self.tick()
+        geo = self.geo
+        cells = geo.cells
+        box = geo.everything
+        empty = box & ~occupied
+        # The empty grid is searched once for each place of the first card: its failure
+        # with one place says nothing of the others.
+        remember = occupied and empty.bit_count() >= _REMEMBER_FROM_EMPTY
+        if remember:
+            key = _failure_key(cells, placed, code, down)
+            if key in self.failed:
+                return False
+        rank = self.ranks[placed]
+        face_up = occupied & ~down
+        # What the flips depend on (engine.board.flipped_by): the face-up tops ranking at
+        # most the card, and at least it.
+        not_above = face_up & at_most >> rank * cells
+        not_below = face_up & ~(at_most >> (rank - 1) * cells)
+        if occupied:
+            moves_key = ((occupied << cells | down) << cells | not_above) << cells | not_below
+            moves = self.moves.get(moves_key)
+            if moves is None:
+                moves = self._moves(occupied, down, not_above, not_below)
+                if len(self.moves) >= _MOVES_KEPT:
+                    self.moves.clear()
+                self.moves[moves_key] = moves
+        else:
+            moves = self._moves(occupied, down, not_above, not_below)
+        if moves and moves[0][1] < 0:
+            self.line.append(moves[0][0])  # the last card fills the box face up
+            return True
+        line, search = self.line, self._search
+        rank_bits = self.rank_bits[rank]
         placed += 1
-        for _, cell, flipped in children:
-            token = place(cell, rank, flipped)
+        for cell, after in moves:
             line.append(cell)
-            found = search(placed, code | rank << _RANK_BITS * cell)
-            undo(token)
-            if found:
+            if search(
+                placed,
+                occupied | 1 << cell,
+                after,
+                at_most | rank_bits[cell],
+                code | rank << _RANK_BITS * cell,
+            ):
                 return True
             line.pop()
         if remember:
@@ -140,18 +236,54 @@ class TightSearch:
         return False
 
 
-#: Bits per cell in :func:`_rank_code` (ranks run to 10).
-_RANK_BITS = 4
+def _failure_key(cells: int, placed: int, code: int, down: int) -> int:
+    """How :attr:`TightSearch.failed` holds a box position: its rank code, faces and
+    cards placed (which cards are still to come)."""
+    return ((code << cells | down) << _PLACED_BITS) | placed
 
 
-def _rank_code(board: Board) -> int:
-    """The top ranks of ``board`` as one integer, ``_RANK_BITS`` bits a cell (0: no pile)."""
-    return sum(rank << _RANK_BITS * cell for cell, rank in enumerate(board.rank) if rank)
+@cache
+def _box_symmetries(size: int) -> tuple[tuple[int, ...], ...]:
+    """The eight rotations and reflections of a ``size`` x ``size`` box, each as the
+    image of every cell."""
+    images = []
+    for transform in range(8):
+        image = []
+        for cell in range(size * size):
+            row, col = divmod(cell, size)
+            if transform & 4:
+                row, col = col, row
+            if transform & 1:
+                row = size - 1 - row
+            if transform & 2:
+                col = size - 1 - col
+            image.append(row * size + col)
+        images.append(tuple(image))
+    return tuple(images)
 
 
-def _transposed(n: int) -> list[int]:
-    """For each cell of an n x n box (in reading order), its image in the main diagonal."""
-    return [(x % n) * n + x // n for x in range(n * n)]
+def _box_cells(size: int, width: int, top: int, left: int) -> list[int]:
+    """The board cell of each cell of the box whose top left cell is ``(top, left)``."""
+    return [(top + cell // size) * width + left + cell % size for cell in range(size * size)]
+
+
+def _one_of_each_mirror_pair(size: int, occupied: int, targets: int) -> int:
+    """``targets`` less the mirror image of each, when the one pile is on the box's
+    diagonal: the rules do not tell rows from columns, so the two positions the second
+    card makes are mirror images with the same future, and one is enough."""
+    pile = occupied.bit_length() - 1
+    if pile // size != pile % size:
+        return targets
+    kept = 0
+    for cell in cells_of(targets):
+        if not kept >> _transposed(size, cell) & 1:
+            kept |= 1 << cell
+    return kept
+
+
+def _transposed(size: int, cell: int) -> int:
+    """A cell of a ``size`` x ``size`` box's image in the box's main diagonal."""
+    return (cell % size) * size + cell // size
 
 
 def _orbit_representatives(n: int) -> list[int]:
