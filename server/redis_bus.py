@@ -46,7 +46,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import redis.asyncio as redis
@@ -162,6 +162,21 @@ class _Outgoing:
     resource: str | None
     """The lease whose holder takes it (``None``: every node)."""
     not_before: float = 0.0
+
+
+@dataclass(slots=True)
+class _Routed:
+    """Where the commands of one pipeline went (:meth:`RedisBus._route_commands`)."""
+
+    now: float
+    batch: list[_Outgoing]
+    """The commands looked at, from the head of the queue."""
+    sent: list[_Outgoing] = field(default_factory=list)
+    """Published, in the pipeline's order."""
+    kept: list[_Outgoing] = field(default_factory=list)
+    """To go again later."""
+    here: list[Command] = field(default_factory=list)
+    """For this node's race tier (no other node runs their place now)."""
 
 
 def _everyone(_: str) -> bool:
@@ -458,21 +473,17 @@ class RedisBus:
             await asyncio.sleep(0.01)
 
     async def _write(self) -> None:
-        """Publish what was queued: events as they come, commands in order for each
-        place, one that reached nobody again every :data:`RETRY_INTERVAL`."""
+        """Publish what was queued, each time in one pipeline (one round trip to Redis):
+        events as they come, commands in order for each place, one that reached nobody
+        again every :data:`RETRY_INTERVAL`. The task sleeps on the wake event alone (a
+        timer sets it when a held command is due), so a send costs one task switch."""
         delay = RECONNECT_FIRST
+        timer: asyncio.TimerHandle | None = None
         while not self._closed:
-            timeout = None
-            if self._commands_out:  # the next command due again (or Redis to try again)
-                due = min(item.not_before for item in self._commands_out)
-                timeout = max(0.01, max(due, self._retry_at) - self._loop.time())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            await self._wake.wait()
             self._wake.clear()
             try:
-                await self._publish_events()
-                if self._commands_out and self._loop.time() >= self._retry_at:
-                    await self._publish_commands()
+                await self._flush()
             except (RedisError, OSError) as error:
                 self._lost(error)
                 self._events_out.clear()  # stale by the time it is back: a resync follows
@@ -483,22 +494,40 @@ class RedisBus:
                     await self._redis.ping()
                     delay = RECONNECT_FIRST
             self._answer_undelivered()
+            if timer is not None:
+                timer.cancel()
+                timer = None
+            if self._events_out:  # more than one pipeline's worth
+                self._wake.set()
+            elif self._commands_out:  # the next command due again (or Redis to try again)
+                due = min(item.not_before for item in self._commands_out)
+                when = max(due, self._retry_at, self._loop.time() + 0.01)
+                timer = self._loop.call_at(when, self._wake.set)
 
-    async def _publish_events(self) -> None:
+    async def _flush(self) -> None:
+        """Publish the queued events and the commands that may go now in one pipeline."""
         assert self._redis is not None
-        while self._events_out:
-            batch = self._events_out[:PUBLISHED_AT_ONCE]
-            del self._events_out[:PUBLISHED_AT_ONCE]
-            pipe = self._redis.pipeline(transaction=False)
-            for channel, data in batch:
-                pipe.publish(channel, data)
-            await pipe.execute()
-            self.published += len(batch)
+        commands_due = bool(self._commands_out) and self._loop.time() >= self._retry_at
+        if commands_due:
+            await self._read_owners()
+        pipe = self._redis.pipeline(transaction=False)
+        events = self._events_out[:PUBLISHED_AT_ONCE]
+        del self._events_out[:PUBLISHED_AT_ONCE]
+        for channel, data in events:
+            pipe.publish(channel, data)
+        routed = self._route_commands(pipe) if commands_due else None
+        sent = routed.sent if routed is not None else []
+        if not events and not sent:
+            if routed is not None:
+                self._commands_routed(routed, [])
+            return
+        received = await pipe.execute()
+        self.published += len(events) + len(sent)
+        if routed is not None:
+            self._commands_routed(routed, received[len(events):])
 
-    async def _publish_commands(self) -> None:
-        """Publish the commands that may go now, each to its place's owner (read from the
-        store when not known); a place whose command cannot go holds back its later ones."""
-        assert self._redis is not None
+    async def _read_owners(self) -> None:
+        """Read from the store the owners of the places of commands due now not known."""
         now = self._loop.time()
         unknown = {
             item.resource for item in self._commands_out
@@ -510,49 +539,54 @@ class RedisBus:
                 self._owners.clear()
             with contextlib.suppress(Exception):  # the store down: read again next time
                 self._owners.update(await self._resolve(unknown))
+
+    def _route_commands(self, pipe: redis.client.Pipeline) -> _Routed:
+        """Put in ``pipe`` the commands that may go now, each to its place's owner; a
+        place whose command cannot go holds back its later ones."""
+        now = self._loop.time()
+        routed = _Routed(now, self._commands_out[:PUBLISHED_AT_ONCE])
         held: set[str] = set()
-        kept: list[_Outgoing] = []
-        sent: list[_Outgoing] = []
-        here: list[Command] = []
-        pipe = self._redis.pipeline(transaction=False)
-        batch = self._commands_out[:PUBLISHED_AT_ONCE]
-        for item in batch:
+        for item in routed.batch:
             resource = item.resource
             if resource is None:
                 pipe.publish(self._sessions_channel, item.data)
-                sent.append(item)
+                routed.sent.append(item)
                 continue
             owner = None if self._owns(resource) else self._owners.get(resource)
             if resource in held or item.not_before > now:
                 held.add(resource)
-                kept.append(item)
+                routed.kept.append(item)
             elif self._owns(resource) or owner == "":
-                here.append(item.command)
+                routed.here.append(item.command)
             elif owner == self.node_id:  # not taken back yet (or let go): again shortly
                 self.forget_owner(resource)
                 held.add(resource)
                 item.not_before = now + RETRY_INTERVAL
-                kept.append(item)
+                routed.kept.append(item)
             elif owner is None:  # its owner could not be read: again shortly
                 held.add(resource)
                 item.not_before = now + RETRY_INTERVAL
-                kept.append(item)
+                routed.kept.append(item)
             else:
                 pipe.publish(self._node_channel(owner), item.data)
-                sent.append(item)
-        received = await pipe.execute() if sent else []
-        self.published += len(sent)
-        for item, count in zip(sent, received, strict=True):
+                routed.sent.append(item)
+        return routed
+
+    def _commands_routed(self, routed: _Routed, received: Sequence[int]) -> None:
+        """The pipeline is through: keep what must go again (those that reached no
+        subscriber too), and hand this node's race tier what is its own."""
+        kept = routed.kept
+        for item, count in zip(routed.sent, received, strict=True):
             if count == 0 and item.resource is not None:
                 # Its owner is gone (a failover is under way): read it again, and send
                 # this one and the later ones of its place again shortly.
                 self.forget_owner(item.resource)
-                item.not_before = now + RETRY_INTERVAL
+                item.not_before = routed.now + RETRY_INTERVAL
                 kept.append(item)
         kept.sort(key=lambda item: item.at)
         # (Commands sent while the pipeline was out were appended after the batch.)
-        self._commands_out = kept + self._commands_out[len(batch):]
-        for command in here:
+        self._commands_out = kept + self._commands_out[len(routed.batch):]
+        for command in routed.here:
             self._here(command)
 
     def _answer_undelivered(self) -> None:
