@@ -49,6 +49,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+import hiredis
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
@@ -80,7 +81,7 @@ RETRY_INTERVAL = 0.2
 RECONNECT_FIRST = 0.1
 #: ...doubling after each failed attempt up to this.
 RECONNECT_LAST = 2.0
-#: Messages published in one pipeline at most.
+#: Messages published in one write at most.
 PUBLISHED_AT_ONCE = 1000
 #: Owners kept in memory at most (all are forgotten past this; each is read again).
 OWNERS_KEPT = 100_000
@@ -166,13 +167,13 @@ class _Outgoing:
 
 @dataclass(slots=True)
 class _Routed:
-    """Where the commands of one pipeline went (:meth:`RedisBus._route_commands`)."""
+    """Where the commands of one write went (:meth:`RedisBus._route_commands`)."""
 
     now: float
     batch: list[_Outgoing]
     """The commands looked at, from the head of the queue."""
     sent: list[_Outgoing] = field(default_factory=list)
-    """Published, in the pipeline's order."""
+    """Published, in order."""
     kept: list[_Outgoing] = field(default_factory=list)
     """To go again later."""
     here: list[Command] = field(default_factory=list)
@@ -224,6 +225,8 @@ class RedisBus:
         self._tasks: list[asyncio.Task[None]] = []
         self._redis: redis.Redis | None = None
         self._pubsub: redis.client.PubSub | None = None
+        self._publisher: redis.connection.AbstractConnection | None = None
+        """The connection everything is published on, in order (the writer's own)."""
         self._loop = asyncio.get_running_loop()
         self.published = 0
         """Messages published (each a run of events of one channel, or one command)."""
@@ -240,6 +243,7 @@ class RedisBus:
         """Connect, subscribe to this node's channels, and start reading and writing.
         Raises :class:`BusUnreachable` when Redis cannot be reached."""
         self._redis = redis.Redis.from_url(self.url, socket_connect_timeout=2.0)
+        self._publisher = self._redis.connection_pool.make_connection()  # type: ignore[no-untyped-call]
         try:
             await self._redis.ping()
             self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
@@ -266,6 +270,9 @@ class RedisBus:
         if self._pubsub is not None:
             with contextlib.suppress(RedisError, OSError):
                 await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+        if self._publisher is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await self._publisher.disconnect()
         if self._redis is not None:
             with contextlib.suppress(RedisError, OSError):
                 await self._redis.aclose()
@@ -473,7 +480,7 @@ class RedisBus:
             await asyncio.sleep(0.01)
 
     async def _write(self) -> None:
-        """Publish what was queued, each time in one pipeline (one round trip to Redis):
+        """Publish what was queued, each time in one write (one round trip to Redis):
         events as they come, commands in order for each place, one that reached nobody
         again every :data:`RETRY_INTERVAL`. The task sleeps on the wake event alone (a
         timer sets it when a held command is due), so a send costs one task switch."""
@@ -497,7 +504,7 @@ class RedisBus:
             if timer is not None:
                 timer.cancel()
                 timer = None
-            if self._events_out:  # more than one pipeline's worth
+            if self._events_out:  # more than one write's worth
                 self._wake.set()
             elif self._commands_out:  # the next command due again (or Redis to try again)
                 due = min(item.not_before for item in self._commands_out)
@@ -505,26 +512,42 @@ class RedisBus:
                 timer = self._loop.call_at(when, self._wake.set)
 
     async def _flush(self) -> None:
-        """Publish the queued events and the commands that may go now in one pipeline."""
-        assert self._redis is not None
+        """Publish the queued events and the commands that may go now, in one write."""
         commands_due = bool(self._commands_out) and self._loop.time() >= self._retry_at
         if commands_due:
             await self._read_owners()
-        pipe = self._redis.pipeline(transaction=False)
-        events = self._events_out[:PUBLISHED_AT_ONCE]
+        messages = self._events_out[:PUBLISHED_AT_ONCE]
         del self._events_out[:PUBLISHED_AT_ONCE]
-        for channel, data in events:
-            pipe.publish(channel, data)
-        routed = self._route_commands(pipe) if commands_due else None
-        sent = routed.sent if routed is not None else []
-        if not events and not sent:
-            if routed is not None:
-                self._commands_routed(routed, [])
-            return
-        received = await pipe.execute()
-        self.published += len(events) + len(sent)
+        events = len(messages)
+        routed = self._route_commands(messages) if commands_due else None
+        received = await self._publish(messages) if messages else []
+        self.published += len(messages)
         if routed is not None:
-            self._commands_routed(routed, received[len(events):])
+            self._commands_routed(routed, received[events:])
+
+    async def _publish(self, messages: Sequence[tuple[str, bytes]]) -> list[int]:
+        """``PUBLISH`` each ``(channel, data)`` in order, in one write, and read how many
+        subscribers each reached. A connection of its own rather than a pipeline from the
+        pool, each command packed by hiredis: a pipeline's bookkeeping and redis-py's
+        packing in Python cost more than the publishes themselves."""
+        connection = self._publisher
+        assert connection is not None
+        try:
+            await connection.send_packed_command(
+                [
+                    # (hiredis's stub types the command as a tuple of one item)
+                    hiredis.pack_command(("PUBLISH", channel, data))  # type: ignore[arg-type]
+                    for channel, data in messages
+                ],
+                check_health=False,
+            )
+            return [await connection.read_response() for _ in messages]
+        except BaseException:
+            # Whatever was half written or half read is dropped with the connection; the
+            # next write connects again.
+            with contextlib.suppress(RedisError, OSError):
+                await connection.disconnect()
+            raise
 
     async def _read_owners(self) -> None:
         """Read from the store the owners of the places of commands due now not known."""
@@ -540,8 +563,8 @@ class RedisBus:
             with contextlib.suppress(Exception):  # the store down: read again next time
                 self._owners.update(await self._resolve(unknown))
 
-    def _route_commands(self, pipe: redis.client.Pipeline) -> _Routed:
-        """Put in ``pipe`` the commands that may go now, each to its place's owner; a
+    def _route_commands(self, messages: list[tuple[str, bytes]]) -> _Routed:
+        """Add to ``messages`` the commands that may go now, each to its place's owner; a
         place whose command cannot go holds back its later ones."""
         now = self._loop.time()
         routed = _Routed(now, self._commands_out[:PUBLISHED_AT_ONCE])
@@ -549,7 +572,7 @@ class RedisBus:
         for item in routed.batch:
             resource = item.resource
             if resource is None:
-                pipe.publish(self._sessions_channel, item.data)
+                messages.append((self._sessions_channel, item.data))
                 routed.sent.append(item)
                 continue
             owner = None if self._owns(resource) else self._owners.get(resource)
@@ -568,12 +591,12 @@ class RedisBus:
                 item.not_before = now + RETRY_INTERVAL
                 routed.kept.append(item)
             else:
-                pipe.publish(self._node_channel(owner), item.data)
+                messages.append((self._node_channel(owner), item.data))
                 routed.sent.append(item)
         return routed
 
     def _commands_routed(self, routed: _Routed, received: Sequence[int]) -> None:
-        """The pipeline is through: keep what must go again (those that reached no
+        """The commands are published: keep what must go again (those that reached no
         subscriber too), and hand this node's race tier what is its own."""
         kept = routed.kept
         for item, count in zip(routed.sent, received, strict=True):
@@ -584,7 +607,7 @@ class RedisBus:
                 item.not_before = routed.now + RETRY_INTERVAL
                 kept.append(item)
         kept.sort(key=lambda item: item.at)
-        # (Commands sent while the pipeline was out were appended after the batch.)
+        # (Commands sent while the write was out were appended after the batch.)
         self._commands_out = kept + self._commands_out[len(routed.batch):]
         for command in routed.here:
             self._here(command)
