@@ -28,6 +28,9 @@ races, the list of races) by the holder of the lobby's lease (:mod:`server.clust
   with listeners once, whatever its number of spectators. Messages a node published
   itself come back to it from Redis and are dropped unread (each starts with its
   publisher's node id).
+- **Writing.** One task publishes, in order, on a connection of its own: whatever is
+  queued when it wakes (events and commands together, up to :data:`PUBLISHED_AT_ONCE`)
+  goes in one write, and the counts Redis answers are read before the next write.
 - **Resync.** A node that took races over says which sessions race in or watch them
   (:meth:`resync`; all of them, after the lobby changed hands); every node then calls its
   ``on_resync`` callback, which sends those of its connected sessions again to every race
