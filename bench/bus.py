@@ -45,6 +45,9 @@ from server.bus import (
 )
 from server.redis_bus import RedisBus
 
+#: Seconds an answer may take before the run gives up (nothing here waits unbounded).
+ANSWER_TIMEOUT = 10.0
+
 
 def _percentiles(seconds: list[float]) -> dict[str, float]:
     ordered = sorted(seconds)
@@ -105,7 +108,7 @@ async def relay(url: str, moves: int, burst: int) -> dict[str, Any]:
             for caller, race in zip(callers, races, strict=True):
                 relayer.send(Request(caller, Place(race=race, move=1 + number % 40, row=0, col=0,
                                                    id=number % 1000), start))
-            await done.wait()
+            await asyncio.wait_for(done.wait(), ANSWER_TIMEOUT)
             times.append(time.perf_counter() - start)
         return times
 
@@ -129,10 +132,12 @@ async def floor(url: str, rounds: int) -> dict[str, Any]:
         await listener.subscribe(f"{prefix}:{side}")
 
     async def next_message(listener: Any) -> bytes:
-        while True:
-            message = await listener.get_message(ignore_subscribe_messages=True, timeout=None)
-            if message is not None and message["type"] == "message":
-                return bytes(message["data"])
+        async with asyncio.timeout(ANSWER_TIMEOUT):
+            while True:
+                message = await listener.get_message(ignore_subscribe_messages=True,
+                                                     timeout=None)
+                if message is not None and message["type"] == "message":
+                    return bytes(message["data"])
 
     times = []
     cpu = 0.0
