@@ -29,8 +29,9 @@ races, the list of races) by the holder of the lobby's lease (:mod:`server.clust
   itself come back to it from Redis and are dropped unread (each starts with its
   publisher's node id).
 - **Writing.** One task publishes, in order, on a connection of its own: whatever is
-  queued when it wakes (events and commands together, up to :data:`PUBLISHED_AT_ONCE`)
-  goes in one write, and the counts Redis answers are read before the next write.
+  queued when it wakes (events and commands together, up to :data:`PUBLISHED_AT_ONCE`
+  of each) goes in one write, and the counts Redis answers are read before the next
+  write, so each channel's messages keep their order.
 - **Resync.** A node that took races over says which sessions race in or watch them
   (:meth:`resync`; all of them, after the lobby changed hands); every node then calls its
   ``on_resync`` callback, which sends those of its connected sessions again to every race
@@ -84,7 +85,7 @@ RETRY_INTERVAL = 0.2
 RECONNECT_FIRST = 0.1
 #: ...doubling after each failed attempt up to this.
 RECONNECT_LAST = 2.0
-#: Messages published in one write at most.
+#: Events published in one write at most (and as many commands).
 PUBLISHED_AT_ONCE = 1000
 #: Owners kept in memory at most (all are forgotten past this; each is read again).
 OWNERS_KEPT = 100_000
