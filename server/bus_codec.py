@@ -5,7 +5,9 @@ enums, bytes, tuples, other such dataclasses and protocol messages. :func:`pack`
 list of them into one msgpack document and :func:`unpack` back, field by field: a
 dataclass is a list of its class's tag and its fields' values, an enum its value, a
 client's request its protocol encoding (read back with the strict client decoder, so
-nothing unchecked enters the race tier on another node), a tuple a list.
+nothing unchecked enters the race tier on another node), a tuple a list. msgpack walks
+the values itself and calls back only for a dataclass, an enum or a request; a field is
+converted when read back only if its type asks for it.
 
 How each field is read back is worked out once from the dataclasses' type hints, so a
 field added to a bus dataclass travels without a change here (``tests/server/test_bus.py``
@@ -15,6 +17,7 @@ round-trips one of every kind).
 from __future__ import annotations
 
 import dataclasses
+import operator
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -92,34 +95,53 @@ _READERS: dict[type[Any], tuple[Read, ...]] = {
     )
     for cls in CLASSES
 }
-_NAMES: dict[type[Any], tuple[str, ...]] = {
-    cls: tuple(item.name for item in dataclasses.fields(cls)) for cls in CLASSES
+#: For each class, its fields that are not read back as they are (by index), and how.
+_CONVERTED: dict[type[Any], tuple[tuple[int, Read], ...]] = {
+    cls: tuple((index, read) for index, read in enumerate(readers) if read is not _plain)
+    for cls, readers in _READERS.items()
 }
 
 
-def _pack_one(value: Any) -> Any:
+def _getter(cls: type[Any]) -> Callable[[Any], tuple[Any, ...]]:
+    """Each of ``cls``'s fields' values, in order, as one tuple (one field's too)."""
+    names = [item.name for item in dataclasses.fields(cls)]
+    get = operator.attrgetter(*names)
+    if len(names) > 1:
+        return get
+    return lambda value: (get(value),)
+
+
+_FIELDS = {cls: _getter(cls) for cls in CLASSES}
+
+
+def _packed(value: Any) -> Any:
+    """What msgpack packs in place of a value it cannot pack itself (its ``default``):
+    msgpack packs strings, numbers, bytes, ``None`` and tuples (as lists) on its own,
+    and calls this for the rest, packing what it returns in turn."""
     kind = type(value)
     tag = _TAGS.get(kind)
     if tag is not None:
-        return [tag, *(_pack_one(getattr(value, name)) for name in _NAMES[kind])]
+        return [tag, *_FIELDS[kind](value)]
     if isinstance(value, Enum):
         return value.value
-    if isinstance(value, tuple):
-        return [_pack_one(item) for item in value]
     if hasattr(value, "TYPE"):  # a protocol message
         return protocol.encode(value)
-    return value
+    raise TypeError(f"a {kind.__name__} cannot cross the bus")
 
 
 def _unpack_one(packed: Any) -> Any:
     tag, *values = packed
     cls = CLASSES[tag]
-    return cls(*(read(value) for read, value in zip(_READERS[cls], values, strict=True)))
+    if len(values) != len(_READERS[cls]):
+        raise IndexError(f"{cls.__name__} takes {len(_READERS[cls])} fields")
+    for index, read in _CONVERTED[cls]:
+        values[index] = read(values[index])
+    return cls(*values)
 
 
 def pack(items: Sequence[bus.Command | bus.Event]) -> bytes:
     """Commands or events, in order, as one msgpack document."""
-    data: bytes = msgpack.packb([_pack_one(item) for item in items], use_bin_type=True)
+    data: bytes = msgpack.packb(items, default=_packed, use_bin_type=True)
     return data
 
 

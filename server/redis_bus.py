@@ -36,6 +36,10 @@ races, the list of races) by the holder of the lobby's lease (:mod:`server.clust
   its socket tier sees the event. A thousand spectators starting to watch at once were
   otherwise 200 MB through Redis, and Redis cut the node that received them off (a
   subscriber more than 32 MB behind, Redis's default ``client-output-buffer-limit``).
+- **Writing.** One task publishes, in order, on a connection of its own: whatever is
+  queued when it wakes (events and commands together, up to :data:`PUBLISHED_AT_ONCE`
+  of each) goes in one write, and the counts Redis answers are read before the next
+  write, so each channel's messages keep their order.
 - **Resync.** A node that took races over says which sessions race in or watch them
   (:meth:`resync`; all of them, after the lobby changed hands); every node then calls its
   ``on_resync`` callback, which sends those of its connected sessions again to every race
@@ -55,9 +59,10 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
+import hiredis
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
@@ -90,7 +95,7 @@ RETRY_INTERVAL = 0.2
 RECONNECT_FIRST = 0.1
 #: ...doubling after each failed attempt up to this.
 RECONNECT_LAST = 2.0
-#: Messages published in one pipeline at most.
+#: Events published in one write at most (and as many commands).
 PUBLISHED_AT_ONCE = 1000
 #: Owners kept in memory at most (all are forgotten past this; each is read again).
 OWNERS_KEPT = 100_000
@@ -183,6 +188,21 @@ class _Outgoing:
     not_before: float = 0.0
 
 
+@dataclass(slots=True)
+class _Routed:
+    """Where the commands of one write went (:meth:`RedisBus._route_commands`)."""
+
+    now: float
+    batch: list[_Outgoing]
+    """The commands looked at, from the head of the queue."""
+    sent: list[_Outgoing] = field(default_factory=list)
+    """Published, in order."""
+    kept: list[_Outgoing] = field(default_factory=list)
+    """To go again later."""
+    here: list[Command] = field(default_factory=list)
+    """For this node's race tier (no other node runs their place now)."""
+
+
 def _everyone(_: str) -> bool:
     return False
 
@@ -237,6 +257,8 @@ class RedisBus:
         self._tasks: list[asyncio.Task[None]] = []
         self._redis: redis.Redis | None = None
         self._pubsub: redis.client.PubSub | None = None
+        self._publisher: redis.connection.AbstractConnection | None = None
+        """The connection everything is published on, in order (the writer's own)."""
         self._loop = asyncio.get_running_loop()
         self.published = 0
         """Messages published (each a run of events of one channel, or one command)."""
@@ -253,6 +275,7 @@ class RedisBus:
         """Connect, subscribe to this node's channels, and start reading and writing.
         Raises :class:`BusUnreachable` when Redis cannot be reached."""
         self._redis = redis.Redis.from_url(self.url, socket_connect_timeout=2.0)
+        self._publisher = self._redis.connection_pool.make_connection()  # type: ignore[no-untyped-call]
         try:
             await self._redis.ping()
             self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
@@ -279,6 +302,9 @@ class RedisBus:
         if self._pubsub is not None:
             with contextlib.suppress(RedisError, OSError):
                 await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+        if self._publisher is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await self._publisher.disconnect()
         if self._redis is not None:
             with contextlib.suppress(RedisError, OSError):
                 await self._redis.aclose()
@@ -529,21 +555,17 @@ class RedisBus:
             await asyncio.sleep(0.01)
 
     async def _write(self) -> None:
-        """Publish what was queued: events as they come, commands in order for each
-        place, one that reached nobody again every :data:`RETRY_INTERVAL`."""
+        """Publish what was queued, each time in one write (one round trip to Redis):
+        events as they come, commands in order for each place, one that reached nobody
+        again every :data:`RETRY_INTERVAL`. The task sleeps on the wake event alone (a
+        timer sets it when a held command is due), so a send costs one task switch."""
         delay = RECONNECT_FIRST
+        timer: asyncio.TimerHandle | None = None
         while not self._closed:
-            timeout = None
-            if self._commands_out:  # the next command due again (or Redis to try again)
-                due = min(item.not_before for item in self._commands_out)
-                timeout = max(0.01, max(due, self._retry_at) - self._loop.time())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            await self._wake.wait()
             self._wake.clear()
             try:
-                await self._publish_events()
-                if self._commands_out and self._loop.time() >= self._retry_at:
-                    await self._publish_commands()
+                await self._flush()
             except (RedisError, OSError) as error:
                 self._lost(error)
                 self._events_out.clear()  # stale by the time it is back: a resync follows
@@ -554,22 +576,56 @@ class RedisBus:
                     await self._redis.ping()
                     delay = RECONNECT_FIRST
             self._answer_undelivered()
+            if timer is not None:
+                timer.cancel()
+                timer = None
+            if self._events_out:  # more than one write's worth
+                self._wake.set()
+            elif self._commands_out:  # the next command due again (or Redis to try again)
+                due = min(item.not_before for item in self._commands_out)
+                when = max(due, self._retry_at, self._loop.time() + 0.01)
+                timer = self._loop.call_at(when, self._wake.set)
 
-    async def _publish_events(self) -> None:
-        assert self._redis is not None
-        while self._events_out:
-            batch = self._events_out[:PUBLISHED_AT_ONCE]
-            del self._events_out[:PUBLISHED_AT_ONCE]
-            pipe = self._redis.pipeline(transaction=False)
-            for channel, data in batch:
-                pipe.publish(channel, data)
-            await pipe.execute()
-            self.published += len(batch)
+    async def _flush(self) -> None:
+        """Publish the queued events and the commands that may go now, in one write."""
+        commands_due = bool(self._commands_out) and self._loop.time() >= self._retry_at
+        if commands_due:
+            await self._read_owners()
+        messages = self._events_out[:PUBLISHED_AT_ONCE]
+        del self._events_out[:PUBLISHED_AT_ONCE]
+        events = len(messages)
+        routed = self._route_commands(messages) if commands_due else None
+        received = await self._publish(messages) if messages else []
+        self.published += len(messages)
+        if routed is not None:
+            self._commands_routed(routed, received[events:])
 
-    async def _publish_commands(self) -> None:
-        """Publish the commands that may go now, each to its place's owner (read from the
-        store when not known); a place whose command cannot go holds back its later ones."""
-        assert self._redis is not None
+    async def _publish(self, messages: Sequence[tuple[str, bytes]]) -> list[int]:
+        """``PUBLISH`` each ``(channel, data)`` in order, in one write, and read how many
+        subscribers each reached. A connection of its own rather than a pipeline from the
+        pool, each command packed by hiredis: a pipeline's bookkeeping and redis-py's
+        packing in Python cost more than the publishes themselves."""
+        connection = self._publisher
+        assert connection is not None
+        try:
+            await connection.send_packed_command(
+                [
+                    # (hiredis's stub types the command as a tuple of one item)
+                    hiredis.pack_command(("PUBLISH", channel, data))  # type: ignore[arg-type]
+                    for channel, data in messages
+                ],
+                check_health=False,
+            )
+            return [await connection.read_response() for _ in messages]
+        except BaseException:
+            # Whatever was half written or half read is dropped with the connection; the
+            # next write connects again.
+            with contextlib.suppress(RedisError, OSError):
+                await connection.disconnect()
+            raise
+
+    async def _read_owners(self) -> None:
+        """Read from the store the owners of the places of commands due now not known."""
         now = self._loop.time()
         unknown = {
             item.resource for item in self._commands_out
@@ -581,49 +637,54 @@ class RedisBus:
                 self._owners.clear()
             with contextlib.suppress(Exception):  # the store down: read again next time
                 self._owners.update(await self._resolve(unknown))
+
+    def _route_commands(self, messages: list[tuple[str, bytes]]) -> _Routed:
+        """Add to ``messages`` the commands that may go now, each to its place's owner; a
+        place whose command cannot go holds back its later ones."""
+        now = self._loop.time()
+        routed = _Routed(now, self._commands_out[:PUBLISHED_AT_ONCE])
         held: set[str] = set()
-        kept: list[_Outgoing] = []
-        sent: list[_Outgoing] = []
-        here: list[Command] = []
-        pipe = self._redis.pipeline(transaction=False)
-        batch = self._commands_out[:PUBLISHED_AT_ONCE]
-        for item in batch:
+        for item in routed.batch:
             resource = item.resource
             if resource is None:
-                pipe.publish(self._sessions_channel, item.data)
-                sent.append(item)
+                messages.append((self._sessions_channel, item.data))
+                routed.sent.append(item)
                 continue
             owner = None if self._owns(resource) else self._owners.get(resource)
             if resource in held or item.not_before > now:
                 held.add(resource)
-                kept.append(item)
+                routed.kept.append(item)
             elif self._owns(resource) or owner == "":
-                here.append(item.command)
+                routed.here.append(item.command)
             elif owner == self.node_id:  # not taken back yet (or let go): again shortly
                 self.forget_owner(resource)
                 held.add(resource)
                 item.not_before = now + RETRY_INTERVAL
-                kept.append(item)
+                routed.kept.append(item)
             elif owner is None:  # its owner could not be read: again shortly
                 held.add(resource)
                 item.not_before = now + RETRY_INTERVAL
-                kept.append(item)
+                routed.kept.append(item)
             else:
-                pipe.publish(self._node_channel(owner), item.data)
-                sent.append(item)
-        received = await pipe.execute() if sent else []
-        self.published += len(sent)
-        for item, count in zip(sent, received, strict=True):
+                messages.append((self._node_channel(owner), item.data))
+                routed.sent.append(item)
+        return routed
+
+    def _commands_routed(self, routed: _Routed, received: Sequence[int]) -> None:
+        """The commands are published: keep what must go again (those that reached no
+        subscriber too), and hand this node's race tier what is its own."""
+        kept = routed.kept
+        for item, count in zip(routed.sent, received, strict=True):
             if count == 0 and item.resource is not None:
                 # Its owner is gone (a failover is under way): read it again, and send
                 # this one and the later ones of its place again shortly.
                 self.forget_owner(item.resource)
-                item.not_before = now + RETRY_INTERVAL
+                item.not_before = routed.now + RETRY_INTERVAL
                 kept.append(item)
         kept.sort(key=lambda item: item.at)
-        # (Commands sent while the pipeline was out were appended after the batch.)
-        self._commands_out = kept + self._commands_out[len(batch):]
-        for command in here:
+        # (Commands sent while the write was out were appended after the batch.)
+        self._commands_out = kept + self._commands_out[len(routed.batch):]
+        for command in routed.here:
             self._here(command)
 
     def _answer_undelivered(self) -> None:
