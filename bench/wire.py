@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import os
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Self, cast
 from urllib.parse import urlsplit
@@ -63,13 +64,13 @@ def client_frame(opcode: int, payload: bytes) -> bytes:
     return frame_header(opcode, len(payload)) + key + apply_mask(payload, key)
 
 
-class Frames:
+class Frames(ABC):
     """``async for`` over a connection's ``recv``: its messages in order, until it is
     closed (:class:`Closed`)."""
 
+    @abstractmethod
     async def recv(self) -> bytes:
         """The next message; raises :class:`Closed` once none is left and it is closed."""
-        raise NotImplementedError
 
     def __aiter__(self) -> Self:
         return self
