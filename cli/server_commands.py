@@ -54,6 +54,7 @@ def register(subparsers: Subparsers) -> None:
         "variable: FOURSQUARE_HOST, FOURSQUARE_PORT, FOURSQUARE_DB, FOURSQUARE_SYNC, "
         "FOURSQUARE_LOOP, FOURSQUARE_MAX_CONNECTIONS, FOURSQUARE_MAX_CONNECTIONS_PER_ADDRESS, "
         "FOURSQUARE_NEW_SESSIONS_PER_MINUTE, FOURSQUARE_SESSION_EXPIRY, "
+        "FOURSQUARE_SESSION_EXPIRY_INTERVAL, "
         "FOURSQUARE_TRUSTED_PROXIES (comma-separated), FOURSQUARE_TLS_CERT, FOURSQUARE_TLS_KEY, "
         "FOURSQUARE_METRICS_HOST, FOURSQUARE_METRICS_PORT, FOURSQUARE_CLUSTER, "
         "FOURSQUARE_CLUSTER_PREFIX, FOURSQUARE_NODE_ID, FOURSQUARE_LEASE_TTL (flags win).",
@@ -124,6 +125,10 @@ def register(subparsers: Subparsers) -> None:
         "--session-expiry", type=float, metavar="SECONDS",
         help="forget a session after this long with no connection, unless it is in a race "
         "or a tournament not over (default 86400: a day)",
+    )
+    limits.add_argument(
+        "--session-expiry-interval", type=float, metavar="SECONDS",
+        help="look for expired sessions this often (default 60)",
     )
     limits.add_argument(
         "--max-tournaments", type=int, metavar="N",
@@ -230,6 +235,7 @@ def run_serve(args: argparse.Namespace) -> int:
             max_connections_per_address=args.max_connections_per_address,
             new_sessions_per_minute=args.new_sessions_per_minute,
             session_idle_expiry=args.session_expiry,
+            session_expiry_interval=args.session_expiry_interval,
             max_open_tournaments=args.max_tournaments,
             tournaments_per_session=args.tournaments_per_session,
             tournament_idle_expiry=args.tournament_expiry,

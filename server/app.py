@@ -159,22 +159,24 @@ class RaceServer:
         assert config.cluster is not None
         node_id = config.node_id or new_node_id()
         try:
-            self._journal = await open_store(config)
+            store = self._journal = await open_store(config)
+            assert isinstance(store, PostgresStore)  # a cluster's store (ServerConfig checks)
             bus = self.bus = RedisBus(
                 config.cluster, config.cluster_prefix, node_id,
                 failover_wait=config.failover_wait,
             )
             await bus.start()
-            sockets = self._socket_tier = SocketTier(config, self.metrics, bus, self.journal)
+            sockets = self._socket_tier = SocketTier(
+                config, self.metrics, bus, self.journal, store, node_id
+            )
             bus.listen(sockets.on_events)
             bus.on_resync(sockets.attach_again)
+            bus.on_attached_elsewhere(sockets.attached_elsewhere)
             sockets.start(())  # sessions are read from the store as they resume
             await self._listen(sockets, tls)
         except BaseException:
             await self._undo_start()
             raise
-        store = self.journal
-        assert isinstance(store, PostgresStore)  # a cluster's store (ServerConfig checks)
         self.node = ClusterNode(config, store, bus, self.metrics, node_id)
         self.node.start()
         self._log_start(node=node_id, cluster=config.cluster)

@@ -130,6 +130,12 @@ class Attach:
     resumed: bool
     ticket: int
     """The number the :class:`Done` that answers it carries."""
+    since: float = 0.0
+    """When the session's connection said hello (wall clock): in a cluster, a node on
+    which the session has an older connection closes it (resumed elsewhere)."""
+    node: str = ""
+    """The node the session is connected to (stamped by a cluster's bus; ``""`` in one
+    process): each race tier keeps who is present by node."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +145,9 @@ class Detach:
 
     session_id: str
     replaced: bool = False
+    node: str = ""
+    """The node the connection was on (see :attr:`Attach.node`): a race tier forgets the
+    session's presence only if it was present there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,6 +195,8 @@ class ClusterNode:
         self._changing = asyncio.Lock()
         """Held while the node takes something over or starts afresh."""
         self._stopping = False
+        self._live: set[str] = set()
+        """The nodes holding a lease not lapsed, at the last look."""
 
     @property
     def _ttl(self) -> float:
@@ -234,6 +236,7 @@ class ClusterNode:
                 gone=self._gone,
                 race_failed=self._race_failed,
                 place=self._place,
+                seats=True,
             ),
         )
         tier.start()
@@ -315,7 +318,12 @@ class ClusterNode:
             if self._loop.time() >= self._trusted_until:
                 await self._suspend(error)
             return
+        lapsed = asked >= self._trusted_until + self._ttl * (1 - TRUSTED_SHARE)
         self._trusted_until = asked + self._ttl * TRUSTED_SHARE
+        if lapsed and self.tier is not None:
+            # The other nodes may have seen this one gone meanwhile (its leases lapsed)
+            # and forgotten who is connected here: they hear it again.
+            self._bus.attach_all_again()
         kept = {lease.resource_id: lease for lease in renewed}
         lost = []
         for lease in leases:
@@ -467,8 +475,7 @@ class ClusterNode:
             return None  # the renewals resume it
         if self.role is NodeRole.FOLLOWER:
             await self._try_to_lead()
-        if self.role is NodeRole.LEADER:
-            await self._read_loads()
+        await self._read_loads()
         return await self._take_over_lapsed(looked)
 
     async def _outliving(self, turn: Coroutine[Any, Any, T]) -> T | None:
@@ -602,12 +609,22 @@ class ClusterNode:
     # ------------------------------------------------------------- placing
 
     async def _read_loads(self) -> None:
-        """Give the lobby the races each live node runs (where it places new ones)."""
+        """Read which nodes live (hold a lease not lapsed) and the races each runs: the
+        leader's lobby places new races by it, and every race tier forgets the presence
+        of the sessions connected to a node seen live before and not any more (it died,
+        or was cut from the store, so its leases lapsed)."""
         try:
             loads = await self._store.node_loads()
         except (StoreError, JournalRefused):
-            return  # placed by the last map meanwhile
-        if self.role is NodeRole.LEADER and self.tier is not None:
+            return  # placed by the last map meanwhile; nobody's presence changes
+        gone = self._live - set(loads) - {self.node_id}
+        self._live = set(loads)
+        if self.tier is None:
+            return
+        if gone:
+            log_event("nodes_gone", node=self.node_id, gone=sorted(gone))
+            self.tier.nodes_gone(gone)
+        if self.role is NodeRole.LEADER:
             self.tier.nodes_loaded(self.node_id, loads)
 
     def _place(self, race_id: str, node: str) -> None:
@@ -713,6 +730,7 @@ class ClusterNode:
             self.tier = self._new_tier()
             self.role = NodeRole.FOLLOWER
             log_event("node_resumed", node=self.node_id)
+            self._bus.attach_all_again()  # (the other nodes saw this one gone)
 
     async def _start_afresh(self, reason: str) -> None:
         """The lobby's lease (or a tournament's write) was lost: drop every race, let

@@ -35,6 +35,7 @@ from server.outgoing import (
     sealed_result_message,
     snapshot_message,
 )
+from server.seats import SeatKeeper
 from server.store import Store
 
 #: Seconds between two snapshots sent because racers' connections came and went.
@@ -82,8 +83,11 @@ class RaceHost:
         first_records: Iterable[Record] = (),
         sealed_until: float | None = None,
         view_interval: float = 0.0,
+        seats: bool = False,
     ):
         self.race = race
+        self._seats = SeatKeeper(race) if seats else None
+        """In a cluster: the store's rows of the racers this race ties (:mod:`server.seats`)."""
         self._sealed_until = sealed_until
         """For a daily room: when its day is revealed. Its result goes out as
         ``daily_result`` (no seed, no moves), never as ``finished``."""
@@ -153,6 +157,8 @@ class RaceHost:
             records.append(CommandRecord(self.race_id, command, now))
             if isinstance(command, core.Join):
                 self._metrics.seats_total += 1
+        if self._seats is not None and self.race.revision != revision:
+            records.extend(self._seats.changes(race, command))
         for send in sends:
             if isinstance(send.event, core.Started) and isinstance(command, core.Tick):
                 records.append(CommandRecord(self.race_id, core.Start(), send.event.started_at))

@@ -88,8 +88,9 @@ from server.tournament_store import (
 
 #: The version of the tables :data:`_SCHEMA` creates (this store's own numbering): 2 added
 #: ``players.claimed_by``, 3 ``tournaments.created_by``, 4 the daily deal's tables
-#: (:mod:`server.daily_store`, created empty by :data:`DAILY_SCHEMA`).
-SCHEMA_VERSION = 4
+#: (:mod:`server.daily_store`, created empty by :data:`DAILY_SCHEMA`), 5 ``seats`` and
+#: ``names`` (a cluster's sessions: :mod:`server.seats`, :meth:`PostgresStore.claim_names`).
+SCHEMA_VERSION = 5
 
 #: Seconds before the first attempt to connect again after the database was lost...
 RECONNECT_FIRST = 0.1
@@ -199,6 +200,16 @@ CREATE TABLE IF NOT EXISTS tournament_races (
     ordered_at double precision NOT NULL,
     result text
 );
+CREATE TABLE IF NOT EXISTS seats (
+    player_id text PRIMARY KEY,
+    race_id text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS names (
+    look text PRIMARY KEY,
+    player_id text NOT NULL,
+    node text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS names_by_player ON names (player_id);
 CREATE OR REPLACE FUNCTION foursquare_fence(resources text[], epochs bigint[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -329,6 +340,28 @@ _ACQUIRE_LAPSED = (
     " AND (leases.owner = %s OR leases.expires_at <= {now})"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
+#: The race each session is tied to (:mod:`server.seats`), if it is not over.
+_SEATS_OF = (
+    "SELECT s.player_id, s.race_id FROM seats s JOIN races r ON r.race_id = s.race_id"
+    " WHERE s.player_id = ANY(%s) AND r.finished_at IS NULL"
+)
+#: Of some sessions, those entered (and not removed) in a tournament that is not over.
+_ENTERED = (
+    "SELECT e.entrant_id FROM tournament_entrants e JOIN tournaments t"
+    " ON t.tournament_id = e.tournament_id WHERE e.entrant_id = ANY(%s)"
+    " AND e.state <> 'removed' AND t.status <> 'finished'"
+)
+#: A session's name's look-alike keys, each taken for it on a node unless another
+#: session holds it on a node that lives (one holding a lease not lapsed): the keys taken.
+_CLAIM_NAMES = (
+    "INSERT INTO names (look, player_id, node) SELECT look, %s, %s FROM unnest(%s::text[])"
+    " AS look ON CONFLICT (look) DO UPDATE SET player_id = excluded.player_id,"
+    " node = excluded.node WHERE names.player_id = excluded.player_id"
+    " OR NOT EXISTS (SELECT 1 FROM leases"
+    " WHERE leases.owner = names.node AND leases.expires_at > {now}) RETURNING look"
+)
+_RELEASE_NAMES = "DELETE FROM names WHERE player_id = %s AND node = %s"
+_NAME_HOLDERS = "SELECT DISTINCT player_id, node FROM names WHERE look = ANY(%s)"
 _COMMANDS_OF = (
     "SELECT race_id, command, at FROM race_commands WHERE race_id = ANY(%s) ORDER BY race_id, seq"
 )
@@ -730,6 +763,83 @@ class PostgresStore(StoreBase):
             return {str(row[0]): int(row[1]) for row in rows}
 
         return await self._read(read)
+
+    async def seat_of(self, player_id: str) -> str | None:
+        """The race session ``player_id`` is tied to (:mod:`server.seats`), if any and not
+        over. Raises :class:`JournalRefused` if the store cannot be read now."""
+
+        async def read(connection: Connection) -> str | None:
+            rows = await _rows(connection, _SEATS_OF, ([player_id],))
+            return str(rows[0][1]) if rows else None
+
+        return await self._read(read)
+
+    async def held(self, player_ids: Collection[str]) -> set[str]:
+        """Those of ``player_ids`` that a race not over ties (on any node), or that are
+        entered in a tournament not over: sessions the expiry keeps. Raises
+        :class:`JournalRefused` if the store cannot be read now."""
+        ids = list(player_ids)
+
+        async def read(connection: Connection) -> set[str]:
+            seated = await _rows(connection, _SEATS_OF, (ids,))
+            entered = await _rows(connection, _ENTERED, (ids,))
+            return {str(row[0]) for row in seated} | {str(row[0]) for row in entered}
+
+        return await self._read(read)
+
+    async def claim_names(
+        self, player_id: str, node: str, looks: Collection[str], *, all_or_none: bool
+    ) -> bool:
+        """Take the look-alike keys ``looks`` of session ``player_id``'s name for it,
+        connected to ``node``: each is free, or held by this session, or by one on a
+        node that no longer lives (its leases lapsed). With
+        ``all_or_none`` nothing is taken unless every key is. Whether every key was
+        taken. Raises :class:`StoreUnavailable` if the store cannot be written."""
+        keys = sorted(looks)  # (rows locked in one order: two claims never deadlock)
+
+        async def run(connection: Connection) -> bool:
+            taken = False
+            async with connection.transaction() as transaction:
+                rows = await _rows(
+                    connection, _CLAIM_NAMES.format(now=_NOW), (player_id, node, keys)
+                )
+                taken = len(rows) == len(keys)
+                if all_or_none and not taken:
+                    raise psycopg.Rollback(transaction)  # (leaves the block, and nothing taken)
+            return taken
+
+        return await self._on_jobs_connection(run)
+
+    async def name_holders(self, looks: Collection[str]) -> set[tuple[str, str]]:
+        """The sessions holding any of ``looks``, each with its node. Raises
+        :class:`StoreUnavailable` if the store cannot be read."""
+
+        async def run(connection: Connection) -> set[tuple[str, str]]:
+            rows = await _rows(connection, _NAME_HOLDERS, (list(looks),))
+            return {(str(row[0]), str(row[1])) for row in rows}
+
+        return await self._on_jobs_connection(run)
+
+    async def release_names(self, player_id: str, node: str) -> None:
+        """Session ``player_id``'s name is no longer held for it on ``node`` (its
+        connection there is gone). Raises :class:`StoreUnavailable` if the store cannot
+        be written (the keys are then free once ``node`` is gone)."""
+
+        async def run(connection: Connection) -> None:
+            await connection.execute(_RELEASE_NAMES, (player_id, node))
+
+        await self._on_jobs_connection(run)
+
+    async def _on_jobs_connection(self, run: Callable[[Connection], Awaitable[T]]) -> T:
+        """``run`` on the jobs' connection (each statement its own transaction unless it
+        opens one); a database that cannot be reached is :class:`StoreUnavailable`."""
+        try:
+            async with self._running_job, asyncio.timeout(self._timeout):
+                if self._jobs is None or self._jobs.closed or self._jobs.broken:
+                    self._jobs = await _connect(self.url, self._timeout)
+                return await run(self._jobs)
+        except (psycopg.OperationalError, TimeoutError) as error:
+            raise self._unavailable(_reason(error)) from None
 
     async def read_leases(self, resource_ids: Collection[str]) -> dict[str, Lease]:
         """The leases of those of ``resource_ids`` that have one, as the database holds

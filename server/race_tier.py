@@ -121,6 +121,9 @@ class Ownership:
     place: Callable[[str, str], None] = _nothing
     """The lobby placed a started race (the first id) on another node (the second):
     hand it over (:meth:`RaceTier.hand_over`). Only a lobby given a load map places."""
+    seats: bool = False
+    """Keep the store's ``seats`` table (:mod:`server.seats`): the races run on many
+    nodes, and a session's node reads there whether it is tied to a race."""
 
 
 class RaceTier:
@@ -146,8 +149,9 @@ class RaceTier:
         self.daily: DailyRules = daily_rules(config)
         """How the daily deal's rooms are raced."""
         self._daily_clock: asyncio.Task[None] | None = None
-        self._present: set[str] = set()
-        """Sessions that have a connection now (for racers' ``connected`` flags)."""
+        self._present: dict[str, str] = {}
+        """Sessions that have a connection now (for racers' ``connected`` flags), each
+        with the node it is connected to (``""`` in one process)."""
         self._watching: dict[str, dict[str, None]] = {}
         """The races each session spectates, oldest first (a dict for its order), as
         journaled (:class:`~server.journal.Watching`)."""
@@ -286,10 +290,12 @@ class RaceTier:
         match command:
             case Request(caller, message, received_at, ticket):
                 self._request(caller, message, received_at, ticket)
-            case Attach(caller, _, ticket):
-                self._attach(caller, ticket)
-            case Detach(session_id, replaced):
-                self._detach(session_id, replaced)
+            case Attach(caller, _, ticket, _, node):
+                self._attach(caller, ticket, node)
+            case Detach(session_id, replaced, node):
+                if self._present.get(session_id, node) == node:
+                    self._detach(session_id, replaced)
+                # (else it came back on another node meanwhile: that node's Attach said so)
             case CheckExpiry(session_ids):
                 keep = tuple(s for s in session_ids if self._holds(s))
                 forget = tuple(s for s in session_ids if s not in keep)
@@ -309,6 +315,20 @@ class RaceTier:
             self._dispatch(caller, message, received_at)
         except Exception as error:
             self._answer_failed(caller, message, error)
+        if ticket is not None:  # (a cluster's joins: see _done)
+            self._done(caller.session_id, ticket)
+
+    def _done(self, session_id: str, ticket: int) -> None:
+        """Say :class:`Done` for a request: at once, or, in a cluster, once what it
+        journaled is committed (a join's seat is in the store before the session's next
+        join is checked there: :mod:`server.seats`; the socket tier waits for it at most
+        ``failover_wait``, should this tier be dropped first)."""
+        done = Done(session_id, ticket)
+        if self._ownership.seats:
+            # The transaction gathering now holds what the request submitted.
+            self._outbox.post(self.journal.submit(), lambda events: events.append(done))
+        else:
+            self._bus.publish([done])
 
     def _run(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the background (held, so the task is not lost)."""
@@ -333,7 +353,11 @@ class RaceTier:
         except Exception as error:
             self._answer_failed(caller, message, error)
         finally:
-            if ticket is not None:
+            if ticket is None:
+                pass
+            elif isinstance(message, protocol.CreateRace | DailyRace):
+                self._done(caller.session_id, ticket)  # a join
+            else:
                 self._bus.publish([Done(caller.session_id, ticket)])
 
     def _answer_failed(self, caller: Caller, message: ClientRequest, error: Exception) -> None:
@@ -666,12 +690,20 @@ class RaceTier:
         """Whether ``session_id`` has a connection now."""
         return session_id in self._present
 
-    def _attach(self, caller: Caller, ticket: int) -> None:
-        """A session has a connection: it listens to its race, the races it watches and
-        its tournaments again, and is sent where each stands (after a resume: a new
-        session has none)."""
+    def nodes_gone(self, nodes: Collection[str]) -> None:
+        """These nodes of the cluster are gone (their leases lapsed): the sessions that
+        were connected to them are not any more (as if each had left: its racer's grace
+        to come back starts)."""
+        gone = set(nodes)
+        for session_id in [s for s, node in self._present.items() if node in gone]:
+            self._detach(session_id, replaced=False)
+
+    def _attach(self, caller: Caller, ticket: int, node: str = "") -> None:
+        """A session has a connection (on ``node``): it listens to its race, the races it
+        watches and its tournaments again, and is sent where each stands (after a
+        resume: a new session has none)."""
         session_id = caller.session_id
-        self._present.add(session_id)
+        self._present[session_id] = node
         host = self._seat_host(session_id)
         if host is not None and host.race.has_racer(session_id):
             if host.race.phase is not core.Phase.FINISHED:
@@ -727,7 +759,7 @@ class RaceTier:
     def _detach(self, session_id: str, replaced: bool) -> None:
         """A session's connection is gone: stop counting it as a spectator, free its
         lobby seat, or start its racer's grace to come back (the race decides which)."""
-        self._present.discard(session_id)
+        self._present.pop(session_id, None)
         for race_id in self._watching.get(session_id, {}):
             watched = self.hosts.get(race_id)
             if watched is not None:
@@ -820,6 +852,7 @@ class RaceTier:
             first_records=[opened] if opened else [],
             sealed_until=None if day is None else reveal_at(day, self.daily),
             view_interval=self.config.spectator_view_interval,
+            seats=self._ownership.seats,
         )
 
     def _share_deal(self, race: core.Race) -> None:

@@ -175,6 +175,8 @@ Resolve = Callable[[Collection[str]], Awaitable[dict[str, str]]]
 (no such race, or one over), so this node answers."""
 Resync = Callable[[Collection[str] | None], None]
 """Send these sessions (``None``: all) again to every race tier."""
+AttachedElsewhere = Callable[[Attach], None]
+"""A session resumed on another node (its :class:`~server.bus.Attach`, as every node hears it)."""
 
 
 @dataclass(slots=True)
@@ -233,6 +235,7 @@ class RedisBus:
         """The node holding each resource's lease, as last read (``""``: this one)."""
         self._events: EventHandler | None = None
         self._on_resync: Resync = lambda sessions: None
+        self._on_attached_elsewhere: AttachedElsewhere = lambda attach: None
         self._following: set[str] = set()
         """Bus channels this node's socket tier follows."""
         self._wanted: set[str] = {self._sessions_channel, self._resync_channel,
@@ -326,6 +329,12 @@ class RedisBus:
         back: those sessions must be sent to the race tiers again."""
         self._on_resync = callback
 
+    def on_attached_elsewhere(self, callback: AttachedElsewhere) -> None:
+        """Call ``callback`` with each resumed session's :class:`~server.bus.Attach` that
+        another node sends (its socket tier closes an older connection of the session
+        here)."""
+        self._on_attached_elsewhere = callback
+
     def serve(self, commands: CommandHandler | None, owns: Owns = _everyone,
               resolve: Resolve = _nobody) -> None:
         """This node's race tier takes the commands placed here from now on (``None``:
@@ -348,10 +357,18 @@ class RedisBus:
         self._wake.set()
         self._on_resync(sessions)
 
+    def attach_all_again(self) -> None:
+        """Send every session connected to this node to every race tier again (the other
+        nodes took this node for gone, its leases having lapsed)."""
+        self._on_resync(None)
+
     # ------------------------------------------------------------- the bus
 
     def send(self, command: Command) -> None:
-        """See :meth:`server.bus.Bus.send`."""
+        """See :meth:`server.bus.Bus.send` (a session coming or going is stamped with this
+        node's id: every race tier keeps who is present by node)."""
+        if isinstance(command, Attach | Detach):
+            command = replace(command, node=self.node_id)
         place = placement(command)
         if place is Place.HERE or place is Place.EVERYWHERE or self._owns(place):
             self._here(command)
@@ -493,6 +510,8 @@ class RedisBus:
             self._here(command)
         elif channel == self._sessions_channel:
             (command,) = unpack(body)
+            if isinstance(command, Attach) and command.resumed:
+                self._on_attached_elsewhere(command)
             if self._serve is not None:
                 self._serve(command)
         elif channel == self._resync_channel:

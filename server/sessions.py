@@ -12,8 +12,9 @@ import hashlib
 import hmac
 import secrets
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from protocol import Role
 from protocol.names import lookalike_keys
@@ -58,6 +59,10 @@ class Session:
     """The session's rate limit, made at its first hello and kept across connections: a
     client that floods, is closed with 4005 and resumes finds the bucket (and its
     strikes) as it left them."""
+    attached_at: float = 0.0
+    """When its connection said hello (wall clock): in a cluster, the newer of two
+    connections of one session on two nodes stays (see
+    :meth:`server.socket_tier.SocketTier.attached_elsewhere`)."""
     caller: Caller = field(init=False)
     """Who this session is, as its commands to the race tier say."""
 
@@ -68,6 +73,38 @@ class Session:
         """From now on the session plays as the claimed player ``player``."""
         self.player = player
         self.caller = Caller(self.session_id, self.name, self.bot, self.role, player)
+
+
+class SharedSessions(Protocol):
+    """What the socket tier of a cluster's node reads and writes of its sessions in the
+    shared store (:class:`~server.postgres.PostgresStore`), for the rules one server
+    keeps in memory: one race at a time, names unique among connected players, idle
+    sessions kept while a race or a tournament holds them."""
+
+    async def seat_of(self, player_id: str) -> str | None:
+        """The race, on any node, that session ``player_id`` is tied to (seated, its own
+        game not over: :mod:`server.seats`), if any."""
+        ...
+
+    async def held(self, player_ids: Collection[str]) -> set[str]:
+        """Those of ``player_ids`` that a race (on any node) ties, or that are entered in
+        a tournament not over."""
+        ...
+
+    async def claim_names(
+        self, player_id: str, node: str, looks: Collection[str], *, all_or_none: bool
+    ) -> bool:
+        """Hold the look-alike keys ``looks`` of a connected session's name for it on
+        ``node``; whether every key could be (see the store's method)."""
+        ...
+
+    async def name_holders(self, looks: Collection[str]) -> set[tuple[str, str]]:
+        """The sessions holding any of ``looks``, each with its node."""
+        ...
+
+    async def release_names(self, player_id: str, node: str) -> None:
+        """Hold session ``player_id``'s keys on ``node`` no more."""
+        ...
 
 
 class SessionRegistry:
@@ -162,6 +199,15 @@ class SessionRegistry:
         del self._by_id[session.session_id]
         del self._by_digest[session.token_hash]
         self._idle.pop(session.session_id, None)
+
+    def reserve_name(self, name: str, reserved: bool = True) -> None:
+        """Count ``name`` as a connected player's (``reserved`` false: no longer) while a
+        new session of that name waits for the cluster's store to hold it: another
+        hello on this node meanwhile finds it in use."""
+        for key in lookalike_keys(name):
+            self._connected_looks[key] += 1 if reserved else -1
+            if self._connected_looks[key] <= 0:
+                del self._connected_looks[key]
 
     def connected(self) -> list[Session]:
         """The sessions that have a connection now."""

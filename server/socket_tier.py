@@ -12,9 +12,10 @@ published once per feed and framed here once for all of them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
@@ -37,7 +38,8 @@ from protocol import (
     millis,
 )
 from protocol.codec import with_field
-from protocol.daily import GetDaily, encode_daily
+from protocol.daily import DailyRace, GetDaily, encode_daily
+from protocol.names import lookalike_keys
 from protocol.players import encode_players
 from protocol.schema import show
 from server import admission, fanout
@@ -73,9 +75,17 @@ from server.metrics import Metrics
 from server.player_desk import PLAYER_REQUESTS, PlayerDesk, Refusal, refusal
 from server.player_store import ClaimedPlayer, find_player, key_digest, name_claimed
 from server.rate_limit import TokenBucket
-from server.sessions import Session, SessionRegistry, token_digest
+from server.sessions import Session, SessionRegistry, SharedSessions, token_digest
+from server.store import StoreError
 
 SERVER_INFO = protocol.ServerInfo(name="foursquare", version="0.1.0")
+
+#: The requests that seat a session in a race: in a cluster, its node checks the store
+#: first for a race on another node that ties it (:mod:`server.seats`).
+_JOINS = (protocol.QuickRace, protocol.CreateRace, protocol.JoinRace, DailyRace)
+
+#: Said when a request cannot be checked against the cluster's store now.
+_STORE_DOWN = "the cluster's database cannot be reached now: send it again shortly"
 
 
 class _Feed:
@@ -97,12 +107,19 @@ class SocketTier:
         metrics: Metrics,
         bus: Bus,
         records: SessionRecords,
+        shared: SharedSessions | None = None,
+        node_id: str = "",
     ) -> None:
         self.config = config
         self.limits = Limits()
         self.metrics = metrics
         self._bus = bus
         self._records = records
+        self._shared = shared
+        """A cluster's store of what every node's sessions hold (names, seats); ``None``
+        for one process, whose memory sees all of it."""
+        self._node_id = node_id
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.sessions = SessionRegistry()
         self.players = PlayerDesk(records, config.clock)
         """Claims, leaderboards and profiles, answered from the store."""
@@ -171,7 +188,7 @@ class SocketTier:
             sessions = [s for s in found if s is not None and s.connection is not None]
         for session in sessions:
             ticket, _ = self._ticket()
-            self._bus.send(Attach(session.caller, True, ticket))
+            self._bus.send(Attach(session.caller, True, ticket, session.attached_at))
 
     def _release_waiting(self) -> None:
         waiting, self._waiting = self._waiting, {}
@@ -414,22 +431,36 @@ class SocketTier:
                 self._detach(session, replaced=True)
                 self.close_later(previous, CloseCode.REPLACED, "resumed elsewhere")
             self._records.submit(PlayerSeen(session.session_id, self._now()))
+            if self._shared is not None and _named(session.bot, session.role):
+                self._background(self._hold_names_again(session))
         else:
             name, bot, player = await self._player_of(hello)
             now = self._now()
             session, token = self.sessions.create(name, bot, hello.role, now, player)
-            await self._records.write(
-                PlayerRecord(
-                    session.session_id,
-                    session.token_hash,
-                    session.name,
-                    session.bot,
-                    now,
-                    session.role,
-                    last_seen=now,
-                    claimed_by=player,
+            holds_name = self._shared is not None and _named(bot, hello.role)
+            if holds_name:
+                await self._hold_new_name(session, hello)
+            try:
+                await self._records.write(
+                    PlayerRecord(
+                        session.session_id,
+                        session.token_hash,
+                        session.name,
+                        session.bot,
+                        now,
+                        session.role,
+                        last_seen=now,
+                        claimed_by=player,
+                    )
                 )
-            )
+            except BaseException:
+                if holds_name:
+                    self.sessions.reserve_name(session.name, False)
+                    self._background(self._release_names(session.session_id))
+                raise
+            if holds_name:
+                self.sessions.reserve_name(session.name, False)  # counted as connected now
+        session.attached_at = self._now()
         self.sessions.attach(session, connection)
         self._bus.subscribe(session_channel(session.session_id))
         log_event(
@@ -458,9 +489,99 @@ class SocketTier:
         self._send(connection, welcome)
         # The race tier follows its feeds again and, after a resume, sends where it stands.
         ticket, done = self._ticket()
-        self._bus.send(Attach(session.caller, resumed, ticket))
+        self._bus.send(Attach(session.caller, resumed, ticket, session.attached_at))
         await done
         return session
+
+    async def _hold_new_name(self, session: Session, hello: protocol.Hello) -> None:
+        """In a cluster: hold the new ``session``'s name in the store for it, every
+        look-alike key or none, counted here as a connected player's meanwhile (and until
+        the caller lets the reservation go). Raises :class:`Refusal` (the session
+        forgotten) when a session connected to another node that lives holds one, or the
+        store cannot be written."""
+        assert self._shared is not None
+        self.sessions.reserve_name(session.name)
+        try:
+            held: bool | None = await self._claim_name(session)
+        except StoreError:
+            held = None
+        if held:
+            return
+        self.sessions.reserve_name(session.name, False)
+        self.sessions.remove(session)
+        if held is None:
+            raise refusal(ErrorCode.UNAVAILABLE, _STORE_DOWN, hello)
+        raise refusal(
+            ErrorCode.NAME_TAKEN,
+            f"the name {show(session.name)} looks the same as a connected player's name "
+            "(ignoring case and look-alike letters): "
+            + ("your player is connected elsewhere" if session.player else "choose another"),
+            hello,
+        )
+
+    async def _claim_name(self, session: Session) -> bool:
+        """Hold every look-alike key of ``session``'s name for it, or none. A key held
+        by a session of this node that is not connected here any more (its release was
+        lost: the store was down as it left) is let go first."""
+        assert self._shared is not None
+        looks = lookalike_keys(session.name)
+        for attempt in (1, 2):
+            if await self._shared.claim_names(
+                session.session_id, self._node_id, looks, all_or_none=True
+            ):
+                return True
+            if attempt == 2:
+                break
+            stale = [
+                player_id for player_id, node in await self._shared.name_holders(looks)
+                if node == self._node_id and not self._connected_here(player_id)
+            ]
+            if not stale:
+                break
+            for player_id in stale:
+                await self._shared.release_names(player_id, self._node_id)
+        return False
+
+    def _connected_here(self, session_id: str) -> bool:
+        found = self.sessions.get(session_id)
+        return found is not None and found.connection is not None
+
+    async def _hold_names_again(self, session: Session) -> None:
+        """In a cluster: a resumed session holds its name's keys again, here (those no
+        other connected session holds: a resume keeps its name, as on one server)."""
+        assert self._shared is not None
+        with contextlib.suppress(StoreError):
+            await self._shared.claim_names(
+                session.session_id, self._node_id, lookalike_keys(session.name),
+                all_or_none=False,
+            )
+
+    async def _release_names(self, session_id: str) -> None:
+        """In a cluster: ``session_id`` holds its name's keys here no more (a store that
+        cannot be written now leaves them, free once this node is gone, or let go by
+        this node's next hello of that name: :meth:`_claim_name`)."""
+        assert self._shared is not None
+        with contextlib.suppress(StoreError):
+            await self._shared.release_names(session_id, self._node_id)
+
+    def attached_elsewhere(self, attach: Attach) -> None:
+        """In a cluster: session ``attach.caller`` resumed on another node. A connection
+        of it here that said hello before is closed with 4006, as a resume on one server
+        closes the old connection (a re-sent Attach of an older connection closes
+        nothing newer)."""
+        session = self.sessions.get(attach.caller.session_id)
+        if session is None or session.connection is None or session.attached_at >= attach.since:
+            return
+        previous = session.connection
+        self._detach(session, replaced=True)
+        self.close_later(previous, CloseCode.REPLACED, "resumed elsewhere")
+
+    def _background(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` as a task of its own (held, so it is not lost)."""
+        assert self._loop is not None
+        task = self._loop.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _detach(self, session: Session, replaced: bool = False) -> None:
         """The session's connection is gone (or ``replaced`` by another): stop feeding
@@ -479,6 +600,8 @@ class SocketTier:
             return  # (the shutdown journals every session at once, and races stand still)
         if not replaced:
             self._records.submit(PlayerSeen(session.session_id, now))
+            if self._shared is not None and _named(session.bot, session.role):
+                self._background(self._release_names(session.session_id))
         self._bus.send(Detach(session.session_id, replaced))
 
     # ------------------------------------------------------------- requests
@@ -508,6 +631,9 @@ class SocketTier:
         if isinstance(message, (*PLAYER_REQUESTS, *DAILY_REQUESTS)):
             assert self._loop is not None
             return self._loop.create_task(self._answer_player(connection, session, message))
+        if self._shared is not None and isinstance(message, _JOINS):
+            assert self._loop is not None
+            return self._loop.create_task(self._join_anywhere(connection, session, message))
         if answered_with_done(message):
             ticket, done = self._ticket()
             self._bus.send(Request(session.caller, message, None, ticket))
@@ -516,6 +642,36 @@ class SocketTier:
             session.caller, message, received_at if isinstance(message, protocol.Place) else None
         ))
         return None
+
+    async def _join_anywhere(
+        self,
+        connection: ServerConnection,
+        session: Session,
+        message: protocol.QuickRace | protocol.CreateRace | protocol.JoinRace | DailyRace,
+    ) -> None:
+        """In a cluster: refuse a join (``already_joined``) when the store says a race on
+        any node ties the session, as one server's race tier does; otherwise send it, and
+        hold the connection's next message until its seat is stored (at most
+        ``failover_wait``), so that a second join is checked against it."""
+        assert self._shared is not None
+        try:
+            seat = await self._shared.seat_of(session.session_id)
+        except (StoreError, JournalRefused):
+            self._refuse_request(connection, message, ErrorCode.UNAVAILABLE, _STORE_DOWN)
+            return
+        joining = message.race.upper() if isinstance(message, protocol.JoinRace) else None
+        if seat is not None and seat != joining and session.role is Role.PLAYER:
+            # (In the race it asks to join, its race tier answers: "already in this race".)
+            self._refuse_request(
+                connection, message, ErrorCode.ALREADY_JOINED,
+                f"you are already in race {seat}: leave or finish it first",
+            )
+            return
+        ticket, done = self._ticket()
+        self._bus.send(Request(session.caller, message, None, ticket))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(done), self.config.failover_wait)
+        self._waiting.pop(ticket, None)
 
     async def _answer_player(
         self, connection: ServerConnection, session: Session, message: ClientRequest
@@ -533,7 +689,7 @@ class SocketTier:
         fanout.send((connection,), frame, self.config.send_buffer_limit)
 
     def _refuse_request(
-        self, connection: ServerConnection, message: ClientMessage, code: ErrorCode, text: str
+        self, connection: ServerConnection, message: ClientRequest, code: ErrorCode, text: str
     ) -> None:
         """Answer ``message`` with an ``error`` (``code``, ``text``)."""
         error = ProtocolError(code, text, in_reply_to=message.TYPE, reply_to=message.id)
@@ -618,7 +774,24 @@ class SocketTier:
             if waiting is not None and not waiting.done():
                 waiting.set_result(None)
         elif isinstance(event, ExpiryChecked) and self._expiry is not None:
-            self._expiry.checked(event.keep, event.forget)
+            if self._shared is not None and event.forget:
+                self._background(self._expiry_checked_anywhere(event))
+            else:
+                self._expiry.checked(event.keep, event.forget)
+
+    async def _expiry_checked_anywhere(self, event: ExpiryChecked) -> None:
+        """In a cluster: this node's race tier answered for its own races; the store
+        answers for the others' (a race on any node that ties a session, a tournament not
+        over that it is entered in). Every session is kept when it cannot be read."""
+        assert self._shared is not None and self._expiry is not None
+        try:
+            held = await self._shared.held(event.forget)
+        except (StoreError, JournalRefused):
+            held = set(event.forget)
+        self._expiry.checked(
+            (*event.keep, *(s for s in event.forget if s in held)),
+            tuple(s for s in event.forget if s not in held),
+        )
 
     def _to_session(self, event: Deliver, session_id: str, frames: fanout.Frames) -> None:
         session = self.sessions.get(session_id)
