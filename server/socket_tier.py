@@ -120,6 +120,9 @@ class SocketTier:
         for one process, whose memory sees all of it."""
         self._node_id = node_id
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._unreleased: set[str] = set()
+        """Sessions of this node whose names' keys could not be let go (see
+        :meth:`_release_names`)."""
         self.sessions = SessionRegistry()
         self.players = PlayerDesk(records, config.clock)
         """Claims, leaderboards and profiles, answered from the store."""
@@ -506,6 +509,8 @@ class SocketTier:
         except StoreError:
             held = None
         if held:
+            if self._unreleased:
+                self._background(self._release_names())  # the store answers again
             return
         self.sessions.reserve_name(session.name, False)
         self.sessions.remove(session)
@@ -556,13 +561,24 @@ class SocketTier:
                 all_or_none=False,
             )
 
-    async def _release_names(self, session_id: str) -> None:
-        """In a cluster: ``session_id`` holds its name's keys here no more (a store that
-        cannot be written now leaves them, free once this node is gone, or let go by
-        this node's next hello of that name: :meth:`_claim_name`)."""
+    async def _release_names(self, session_id: str | None = None) -> None:
+        """In a cluster: ``session_id`` holds its name's keys here no more, nor do the
+        sessions whose release failed before and that are not connected here again (a
+        store that cannot be written now leaves them for the next release or claim on
+        this node; they are free anyway once this node is gone, and let go by its next
+        hello of such a name: :meth:`_claim_name`)."""
         assert self._shared is not None
-        with contextlib.suppress(StoreError):
-            await self._shared.release_names(session_id, self._node_id)
+        if session_id is not None:
+            self._unreleased.add(session_id)
+        for player_id in list(self._unreleased):
+            if self._connected_here(player_id):
+                self._unreleased.discard(player_id)  # (back here: its keys are its own)
+                continue
+            try:
+                await self._shared.release_names(player_id, self._node_id)
+            except StoreError:
+                return
+            self._unreleased.discard(player_id)
 
     def attached_elsewhere(self, attach: Attach) -> None:
         """In a cluster: session ``attach.caller`` resumed on another node. A connection
