@@ -32,6 +32,7 @@ from server.journal import (
 from server.journal_file import JournalRefused
 from server.postgres import PostgresStore
 from server.race import Command, Join, Place, Race, RaceOptions, Resign, SetReady, Start
+from server.seats import SeatKeeper, SeatLeft
 from server.store import (
     EVERY_RESOURCE,
     LONE_SERVER,
@@ -583,3 +584,81 @@ async def test_a_database_that_cannot_be_reached_is_refused_in_a_sentence(
         cursor = await connection.execute("SELECT to_regclass('races')")
         assert await cursor.fetchone() == (None,)
 
+
+
+async def test_a_seat_is_stored_with_its_race_under_its_lease_until_the_game_is_over(
+    postgres_url: str,
+) -> None:
+    """A cluster's ``seats``: what a race's :class:`SeatKeeper` records, written in the
+    race's transactions, is the race each session is tied to, for every node to read;
+    a race finished ties nobody, and a node that lost the race writes none."""
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    try:
+        await node_a.acquire_lease("R1", "node-a", 30.0)
+        race = Race("R1", WON_SEED, OPTIONS)
+        keeper = SeatKeeper(race)
+        await node_a.write(RaceOpened("R1", WON_SEED, OPTIONS, None, 0.0))
+
+        async def apply(command: Command) -> None:
+            race.apply(command, 1.0)
+            await node_a.write(CommandRecord("R1", command, 1.0),
+                               *keeper.changes(race, command))
+
+        for command in (Join("ann", "ann", False), Join("bob", "bob", True), Start()):
+            await apply(command)
+        assert await node_b.seat_of("ann") == "R1" and await node_b.seat_of("eve") is None
+        assert await node_b.held(["ann", "bob", "eve"]) == {"ann", "bob"}
+        await apply(Resign("bob"))  # bob's game is over: free to race elsewhere
+        assert await node_b.seat_of("bob") is None and await node_b.seat_of("ann") == "R1"
+        await node_b.take_over_lease("R1", "node-b", 30.0)
+        with pytest.raises(LeaseLost):  # the old owner's records are refused whole
+            await node_a.write(SeatLeft("ann", "R1"))
+        assert await node_b.seat_of("ann") == "R1"
+        # Its new owner finishes it: the last seat goes in the transaction of the result.
+        keeper = SeatKeeper(race)  # (rebuilt from the race, as a takeover does)
+        race.apply(Resign("ann"), 2.0)
+        assert race.result is not None
+        await node_b.write(CommandRecord("R1", Resign("ann"), 2.0),
+                           *keeper.changes(race, Resign("ann")),
+                           ResultRecord("R1", race.result, 2.0))
+        assert await node_a.held(["ann", "bob"]) == set()
+    finally:
+        await node_a.aclose()
+        await node_b.aclose()
+
+
+async def test_a_names_keys_are_held_all_or_none_and_freed_with_their_nodes_leases(
+    postgres_url: str,
+) -> None:
+    """A cluster's ``names``: a session takes every look-alike key of its name or none; a
+    key held for a session on a node that lives is refused to others, one held on a node
+    whose leases lapsed is free, and of two sessions claiming a key at once one has it."""
+    node_a = await PostgresStore.open(postgres_url, lease_everything=False)
+    node_b = await PostgresStore.open(postgres_url, lease_everything=False)
+    try:
+        await node_a.acquire_lease("A1", "node-a", 60.0)
+        await node_b.acquire_lease("B1", "node-b", 10.0)  # node-b dies: it lapses unrenewed
+        assert await node_a.claim_names("p1", "node-a", {"ann", "anna"}, all_or_none=True)
+        assert not await node_b.claim_names("p2", "node-b", {"ann", "x"}, all_or_none=True)
+        assert await node_a.name_holders({"ann", "x"}) == {("p1", "node-a")}  # x not taken
+        assert await node_b.claim_names("p1", "node-b", {"ann", "anna"}, all_or_none=True)
+        assert await node_a.name_holders({"ann"}) == {("p1", "node-b")}  # resumed there
+        assert not await node_a.claim_names("p3", "node-a", {"ann"}, all_or_none=False)
+        async with asyncio.timeout(30):
+            while set(await node_a.node_loads()) != {"node-a"}:
+                await asyncio.sleep(0.1)  # until node-b's leases have lapsed: its
+                # sessions hold nothing any more
+        assert await node_a.claim_names("p3", "node-a", {"ann"}, all_or_none=True)
+        await node_a.release_names("p3", "node-b")  # (another node's: nothing)
+        assert await node_a.name_holders({"ann"}) == {("p3", "node-a")}
+        await node_a.release_names("p3", "node-a")
+        assert await node_a.name_holders({"ann"}) == set()
+        claims = await asyncio.gather(*(
+            store.claim_names(player, "node-a", {"bob"}, all_or_none=True)
+            for store, player in ((node_a, "p4"), (node_b, "p5"))
+        ))
+        assert sorted(claims) == [False, True]
+    finally:
+        await node_a.aclose()
+        await node_b.aclose()
