@@ -45,7 +45,9 @@ COMMANDS: list[Command] = [
     Request(ANN, Place(race="K7QX", move=1, row=0, col=0, id=3), received_at=1.5),
     Request(ANN, QuickRace(id=4), ticket=7),
     Attach(ANN, resumed=True, ticket=8),
+    Attach(ANN, resumed=True, ticket=9, since=1_796_000_000.25, node="host-1-a1b2c3"),
     Detach("p-1", replaced=True),
+    Detach("p-1", node="host-1-a1b2c3"),
     CheckExpiry(("p-1", "p-2")),
 ]
 
@@ -93,7 +95,7 @@ def test_commands_are_routed_to_their_race_their_tournament_or_the_lobby() -> No
     assert route(COMMANDS[0]) == "race:K7QX"
     assert route(Request(ANN, Place(race="k7qx", move=1, row=0, col=0))) == "race:K7QX"
     assert route(Request(ANN, WatchTournament(tournament="abcdef"))) == "tournament:ABCDEF"
-    assert [route(command) for command in COMMANDS[1:]] == [LOBBY] * 4
+    assert [route(command) for command in COMMANDS[1:]] == [LOBBY] * 6
 
 
 def test_events_go_to_a_session_a_feed_or_the_lobby() -> None:
@@ -141,7 +143,8 @@ SOCKET_TIER = {"socket_tier", "http_routes", "connection", "fanout", "admission"
                "rate_limit", "sessions", "expiry", "metrics_listener", "player_desk",
                "daily_desk"}
 RACE_TIER = {"race_tier", "host", "race", "lobby", "tournament", "tournament_host",
-             "tournament_store", "outbox", "outgoing", "pars", "winnable", "search_worker"}
+             "tournament_store", "outbox", "outgoing", "pars", "winnable", "search_worker",
+             "seats"}
 
 
 #: The bus and its implementation between processes: neither tier.
