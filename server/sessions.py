@@ -63,6 +63,9 @@ class Session:
     """When its connection said hello (wall clock): in a cluster, the newer of two
     connections of one session on two nodes stays (see
     :meth:`server.socket_tier.SocketTier.attached_elsewhere`)."""
+    moved_at: float | None = None
+    """When its connection here was closed for a resume on another node of a cluster
+    (wall clock; ``None``: it was not, or it came back since)."""
     caller: Caller = field(init=False)
     """Who this session is, as its commands to the race tier say."""
 

@@ -463,7 +463,7 @@ class SocketTier:
                 raise
             if holds_name:
                 self.sessions.reserve_name(session.name, False)  # counted as connected now
-        session.attached_at = self._now()
+        session.attached_at, session.moved_at = self._now(), None
         self.sessions.attach(session, connection)
         self._bus.subscribe(session_channel(session.session_id))
         log_event(
@@ -539,7 +539,7 @@ class SocketTier:
                 break
             stale = [
                 player_id for player_id, node in await self._shared.name_holders(looks)
-                if node == self._node_id and not self._connected_here(player_id)
+                if node == self._node_id and self._left_here(player_id)
             ]
             if not stale:
                 break
@@ -550,6 +550,18 @@ class SocketTier:
     def _connected_here(self, session_id: str) -> bool:
         found = self.sessions.get(session_id)
         return found is not None and found.connection is not None
+
+    def _left_here(self, session_id: str) -> bool:
+        """Whether ``session_id`` left this node and holds nothing here: not connected,
+        nor moved to another node lately (whose store is about to hold its name for it
+        there: :meth:`_hold_names_again`)."""
+        found = self.sessions.get(session_id)
+        if found is None:
+            return True
+        moved = found.moved_at is not None and (
+            self._now() - found.moved_at < self.config.failover_wait
+        )
+        return found.connection is None and not moved
 
     async def _hold_names_again(self, session: Session) -> None:
         """In a cluster: a resumed session holds its name's keys again, here (those no
@@ -590,6 +602,7 @@ class SocketTier:
             return
         previous = session.connection
         self._detach(session, replaced=True)
+        session.moved_at = self._now()
         self.close_later(previous, CloseCode.REPLACED, "resumed elsewhere")
 
     def _background(self, work: Coroutine[Any, Any, Any]) -> None:
