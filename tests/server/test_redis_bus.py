@@ -18,6 +18,7 @@ from server.bus import (
     Caller,
     Command,
     Deliver,
+    Detach,
     Done,
     Event,
     Follow,
@@ -248,3 +249,26 @@ async def test_the_shared_payloads_of_two_nodes_are_told_apart(node: Node) -> No
         await until(functools.partial(lambda count: len(heard) >= count, count))
     assert heard == [Deliver(ToSession("p-1"), views[0]), Deliver(ToSession("p-2"), views[1]),
                      Deliver(ToSession("p-3"), views[0])]
+
+
+async def test_a_session_coming_reaches_every_node_stamped_with_its_own(node: Node) -> None:
+    """An ``Attach`` goes to every node's race tier with the id of the node the session is
+    connected to, and a resumed one to every other node's socket tier too (which closes
+    an older connection of the session); a ``Detach`` goes everywhere alike."""
+    here, there = node("a"), node("b")
+    heard: dict[str, list[Command]] = {"a": [], "b": []}
+    elsewhere: dict[str, list[Attach]] = {"a": [], "b": []}
+    for bus in (here, there):
+        await bus.start()
+        bus.serve(heard[bus.node_id].append, holding(), owners({}))
+        bus.on_attached_elsewhere(elsewhere[bus.node_id].append)
+    here.send(Attach(ANN, resumed=False, ticket=1, since=10.0))
+    here.send(Attach(ANN, resumed=True, ticket=2, since=11.0))
+    here.send(Detach("p-1"))
+    stamped = [Attach(ANN, resumed=False, ticket=1, since=10.0, node="a"),
+               Attach(ANN, resumed=True, ticket=2, since=11.0, node="a"),
+               Detach("p-1", node="a")]
+    await until(lambda: len(heard["b"]) == 3)
+    await asyncio.sleep(0.2)
+    assert heard == {"a": stamped, "b": stamped}
+    assert elsewhere == {"a": [], "b": [stamped[1]]}  # a new session is nowhere else
