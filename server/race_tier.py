@@ -353,11 +353,9 @@ class RaceTier:
         except Exception as error:
             self._answer_failed(caller, message, error)
         finally:
-            if ticket is None:
-                pass
-            elif isinstance(message, protocol.CreateRace | DailyRace):
+            if ticket is not None and isinstance(message, protocol.CreateRace | DailyRace):
                 self._done(caller.session_id, ticket)  # a join
-            else:
+            elif ticket is not None:
                 self._bus.publish([Done(caller.session_id, ticket)])
 
     def _answer_failed(self, caller: Caller, message: ClientRequest, error: Exception) -> None:
