@@ -63,15 +63,16 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Collection, Container, Coroutine
+from collections.abc import Collection, Container, Coroutine, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
 from protocol import CreateRace, DailyRace, ErrorCode, QuickRace
-from server.bus import Command, Request, TakeRace
+from server.bus import Command, Request, TakeRace, tournament_of_race
 from server.config import ServerConfig
 from server.journal_file import JournalRefused
+from server.lobby import least_loaded
 from server.logs import failure, log_event
 from server.metrics import Metrics
 from server.postgres import PostgresStore
@@ -234,6 +235,7 @@ class ClusterNode:
                 gone=self._gone,
                 race_failed=self._race_failed,
                 place=self._place,
+                place_round=self._place_round,
             ),
         )
         tier.start()
@@ -250,10 +252,16 @@ class ClusterNode:
     async def owners(self, resources: Collection[str]) -> dict[str, str]:
         """The node holding each of ``resources``' leases, as the store says (``""``:
         none does nor will: no such race, or one over, answered where it was asked)."""
-        leases = await self._store.read_leases(resources)
+        # A tournament's race has no lease of its own until its round is placed: until
+        # then its tournament's lease holder runs it.
+        tournaments = {resource: tournament for resource in resources
+                       if (tournament := tournament_of_race(resource)) is not None}
+        leases = await self._store.read_leases({*resources, *tournaments.values()})
         found = {}
         for resource in resources:
             lease = leases.get(resource)
+            if lease is None and resource in tournaments:
+                lease = leases.get(tournaments[resource])
             found[resource] = "" if lease is None or lease.expires_at is None else lease.owner
         return found
 
@@ -262,7 +270,7 @@ class ClusterNode:
         another node through the bus)."""
         tier = self.tier
         if isinstance(command, TakeRace):
-            self._background(self._take_placed(command.race_id))
+            self._background(self._take_placed(command.race_ids))
             return
         if self.role is NodeRole.SUSPENDED or tier is None:
             self._bus.publish(undelivered(command))  # nothing can be stored now
@@ -340,7 +348,8 @@ class ClusterNode:
             if self.tier is not None:
                 self.tier.nodes_loaded(self.node_id, {})  # places no race any more
         tier = self.tier
-        races = [] if tier is None else tier.drop_tournaments(resources)
+        # A race of a lost tournament placed here has a lease of its own: it runs on.
+        races = [] if tier is None else tier.drop_tournaments(resources, keep=self._leases)
         for race_id in races:
             self._covered.pop(race_id, None)
         for resource in resources:
@@ -469,7 +478,9 @@ class ClusterNode:
             await self._try_to_lead()
         if self.role is NodeRole.LEADER:
             await self._read_loads()
-        return await self._take_over_lapsed(looked)
+        next_in = await self._take_over_lapsed(looked)
+        await self._collect_results()
+        return next_in
 
     async def _outliving(self, turn: Coroutine[Any, Any, T]) -> T | None:
         """``turn``'s result; ``None`` if it failed (the campaign outlives any failure)."""
@@ -549,7 +560,12 @@ class ClusterNode:
             try:
                 if tier is None:
                     raise StoreUnavailable("the node is suspended")
-                of_tournaments = await self._store.races_of(tournament_ids)
+                races_of = await self._store.races_of(tournament_ids)
+                # A race of theirs placed on a node runs there (under its own lease).
+                placed = {race_id for race_id, _, elsewhere in races_of if elsewhere}
+                of_tournaments = [(race_id, tournament_id)
+                                  for race_id, tournament_id, _ in races_of
+                                  if race_id not in placed]
                 for race_id, tournament_id in of_tournaments:
                     self._cover(race_id, tournament_id)
                     self._taking.add(race_id)
@@ -562,11 +578,11 @@ class ClusterNode:
                 ]
                 read = self._loop.time()
                 sessions = tier.take_over(recovered)
-                sessions.extend(await tier.tournaments.take_over(stored))
+                sessions.extend(await tier.tournaments.take_over(stored, placed))
             except Exception as error:  # nothing may stay half taken: let them all go
                 covered = [race_id for race_id, _ in of_tournaments]
                 if tier is not None:
-                    tier.drop_tournaments(tournament_ids)
+                    tier.drop_tournaments(tournament_ids, keep=self._leases)
                     tier.drop([*race_ids, *covered])
                 for race_id in covered:
                     self._covered.pop(race_id, None)
@@ -644,24 +660,102 @@ class ClusterNode:
             self._bus.forget_owner(race_id)
             self._put_through_held()
 
-    async def _take_placed(self, race_id: str) -> None:
-        """Take the lease of a race handed over to this node and run it, if nobody has
-        taken it yet."""
-        if self.owns(race_id) or self._suspended() or self.tier is None:
+    async def _take_placed(self, race_ids: tuple[str, ...]) -> None:
+        """Take the leases of races handed over to this node (one, or a tournament
+        round's) and run them, if nobody has taken them yet. A round's are taken in one
+        statement: all of them, or none if another node was quicker."""
+        if any(self.owns(race_id) for race_id in race_ids) or self._suspended() or (
+            self.tier is None
+        ):
             return
-        self._taking.add(race_id)  # (the takeover of lapsed races leaves it to this one)
+        self._taking.update(race_ids)  # (the takeover of lapsed races leaves them to this)
         asked = self._loop.time()
         try:
-            lease = await self._store.acquire_lease(race_id, self.node_id, self._ttl)
-        except StoreError:  # (LeaseHeld: another node was quicker; or the store is down)
-            self._taking.discard(race_id)
-            self._put_through_held()
-            return
+            leases = await self._store.acquire_lapsed(race_ids, self.node_id, self._ttl)
+        except StoreError:  # the store is down
+            leases = []
         if self._suspended():
-            return  # (let go on suspending: it lapses for another node)
-        self._leases[race_id] = lease
+            return  # (let go on suspending: they lapse for another node)
+        for lease in leases:
+            self._leases[lease.resource_id] = lease
+        won = {lease.resource_id for lease in leases}  # (another node was quicker: none)
+        self._taking.difference_update(set(race_ids) - won)
         acquire_ms = round((self._loop.time() - asked) * 1000)
-        await self._bring_back([race_id], [], Taking(Look.HANDED, None, acquire_ms))
+        if won:
+            await self._bring_back([race_id for race_id in race_ids if race_id in won], [],
+                                   Taking(Look.HANDED, None, acquire_ms))
+        else:
+            self._put_through_held()
+
+    def _place_round(self, tournament_id: str, race_ids: Sequence[str]) -> None:
+        """A tournament of this node opened these races (seated, counting down), which
+        share a deal: hand them together to the node running the fewest races."""
+        if tournament_id in self._leases and race_ids and all(
+            race_id in self._covered and race_id not in self._taking for race_id in race_ids
+        ):
+            self._background(self._hand_round_over(tournament_id, tuple(race_ids)))
+
+    async def _hand_round_over(self, tournament_id: str, race_ids: tuple[str, ...]) -> None:
+        """Stop a tournament round's races with all of them stored, give them leases of
+        their own held by the chosen node (fenced by the tournament's lease), and tell
+        that node to take them (:class:`~server.bus.TakeRace`). A round chosen to stay
+        here runs here, as in one process. If the hand-over fails half way, the
+        tournament is let go with its races, for its stored state to be taken up."""
+        try:
+            loads = await self._store.node_loads()
+        except (StoreError, JournalRefused):
+            return  # it runs here
+        tier = self.tier
+        tournament = self._leases.get(tournament_id)
+        if not loads or tier is None or tournament is None or self._suspended():
+            return
+        node = least_loaded(loads, here=self.node_id)
+        if node == self.node_id or not all(
+            race_id in self._covered and race_id not in self._taking for race_id in race_ids
+        ):
+            return
+        self._taking.update(race_ids)  # their commands wait here meanwhile
+        try:
+            async with asyncio.timeout(self._ttl):
+                if not await tier.hand_over(*race_ids):
+                    return  # one is gone already (a round of one race that ended): here
+                if self.tier is not tier or self._leases.get(tournament_id) is not tournament:
+                    raise LeaseLost((tournament_id,))  # lost meanwhile, and dropped
+                for race_id in race_ids:
+                    self._covered.pop(race_id, None)
+                self._store.let_go(race_ids)
+                await self._store.place_races(race_ids, tournament, node, self._ttl)
+        except StoreUnavailable as error:
+            await self._suspend(error)
+            return
+        except (TimeoutError, StoreError) as error:
+            reason = f"its round could not be placed ({error or 'no answer in time'})"
+            await self._lose([tournament_id], reason)
+            if not isinstance(error, LeaseLost):
+                await self._release(tournament)
+            return
+        finally:
+            self._taking.difference_update(race_ids)
+            for race_id in race_ids:
+                self._bus.forget_owner(race_id)
+            self._put_through_held()
+        self._bus.send_to(node, TakeRace(race_ids[0], race_ids[1:]))
+        log_event("round_placed", tournament=tournament_id, races=list(race_ids), node=node)
+
+    async def _collect_results(self) -> None:
+        """Count in this node's tournaments the results of their races placed on other
+        nodes, as stored (the store is the truth: a result committed there is counted
+        once here, and by whichever node takes the tournament over if this one dies)."""
+        tier = self.tier
+        placed = [] if tier is None else tier.tournaments.placed_races()
+        if not placed:
+            return
+        try:
+            results = await self._store.read_results(placed)
+        except (StoreError, JournalRefused):
+            return  # read again next turn
+        if results and self.tier is tier and tier is not None:
+            tier.tournaments.results_stored(results.values())
 
     # ------------------------------------------------------------- failures
 

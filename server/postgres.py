@@ -250,20 +250,23 @@ _UNFINISHED_OF = (
     " WHERE finished_at IS NULL AND race_id = ANY(%s) ORDER BY created_at"
 )
 _WATCHING_OF = "SELECT player_id, race_id FROM watching WHERE race_id = ANY(%s) ORDER BY seq"
-#: The leases of unfinished races outside tournaments (what a node of a cluster may take
-#: over once lapsed: a tournament's races come with their tournament) ...
+#: The leases of unfinished races (what a node of a cluster may take over once lapsed).
+#: A tournament's race has a lease of its own only once its round is placed on a node
+#: (:meth:`PostgresStore.place_races`); until then it is written under its tournament's
+#: lease and comes with its tournament ...
 _RACE_LEASES = (
-    "races r JOIN leases l ON l.resource_id = r.race_id"
-    " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL"
+    "races r JOIN leases l ON l.resource_id = r.race_id WHERE r.finished_at IS NULL"
 )
 #: ... and of unfinished tournaments.
 _TOURNAMENT_LEASES = (
     "tournaments t JOIN leases l ON l.resource_id = t.tournament_id"
     " WHERE t.status <> 'finished'"
 )
-#: Unfinished races outside tournaments whose lease has lapsed: any node may take them.
+#: Unfinished races whose lease has lapsed: any node may take them. "Now" is read once
+#: (a subquery), so the leases that expire together (a placed round's, renewed together)
+#: are seen lapsed together: a round's races are never split between two nodes.
 _LAPSED_RACES = (
-    "SELECT r.race_id, l.expires_at FROM " + _RACE_LEASES + " AND l.expires_at <= {now}"
+    "SELECT r.race_id, l.expires_at FROM " + _RACE_LEASES + " AND l.expires_at <= (SELECT {now})"
     " ORDER BY r.created_at"
 )
 #: Unfinished tournaments whose lease has lapsed.
@@ -281,11 +284,23 @@ _NEXT_LAPSE = (
     + " UNION ALL SELECT expires_at, owner FROM leases WHERE resource_id = %s"
     ") AS held WHERE held.owner <> %s AND held.expires_at > {now}"
 )
-#: The unfinished races of some tournaments (the node taking a tournament over takes them).
+#: The unfinished races of some tournaments, each with whether it was placed (it has a
+#: lease of its own, and runs where that lease is held); the node taking a tournament over
+#: takes the others with it.
 _TOURNAMENT_RACES = (
-    "SELECT race_id, tournament_id FROM races WHERE finished_at IS NULL"
-    " AND tournament_id = ANY(%s)"
+    "SELECT race_id, tournament_id,"
+    " EXISTS (SELECT 1 FROM leases l WHERE l.resource_id = races.race_id)"
+    " FROM races WHERE finished_at IS NULL AND tournament_id = ANY(%s)"
     " ORDER BY created_at"
+)
+#: A tournament's races placed on node ``owner``: their leases made for it, all with one
+#: expiry, in one statement fenced by the tournament's lease (a node that lost its
+#: tournament places none of its races: their new owner runs them with the tournament).
+_PLACE_RACES = (
+    "WITH fence AS (" + _FENCE + ")"
+    " INSERT INTO leases (resource_id, owner, epoch, expires_at)"
+    " SELECT placed, %s, 1, (SELECT {now}) + %s FROM fence, unnest(%s::text[]) AS placed"
+    " RETURNING resource_id"
 )
 #: The races each live node runs: every node holding a lease now (each holds race ids
 #: leased ahead, so an idle node counts, with none), with its unfinished races.
@@ -319,14 +334,15 @@ _RENEW_LEASES = (
 #: rows locked in the order of their ids first as :data:`_RENEW_LEASES` does. A row
 #: another node took since it was read is seen under its lock as it is now (renewed, so
 #: no longer lapsed) and left out: of two nodes taking one lease, one alone has it. Those
-#: taken expire together, as renewed ones do.
+#: taken expire together, as renewed ones do ("now" read once: leases that expire
+#: together are all lapsed, or none).
 _ACQUIRE_LAPSED = (
     "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
     " ORDER BY resource_id FOR NO KEY UPDATE)"
     " UPDATE leases SET owner = %s, epoch = leases.epoch + 1,"
     " expires_at = (SELECT {now}) + %s"
     " WHERE leases.resource_id IN (SELECT resource_id FROM locked)"
-    " AND (leases.owner = %s OR leases.expires_at <= {now})"
+    " AND (leases.owner = %s OR leases.expires_at <= (SELECT {now}))"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
 _COMMANDS_OF = (
@@ -341,7 +357,7 @@ class Lapsed:
     """What a node of a cluster may take over now, and when it should look again."""
 
     races: list[str]
-    """Unfinished races outside tournaments whose lease has lapsed, oldest first."""
+    """Unfinished races with a lease of their own that has lapsed, oldest first."""
     tournaments: list[str]
     """Unfinished tournaments whose lease has lapsed, oldest first."""
     lapsed_at: float | None
@@ -690,10 +706,10 @@ class PostgresStore(StoreBase):
         return await self._read(read)
 
     async def lapsed(self, owner: str, lobby: str) -> Lapsed:
-        """The unfinished races outside tournaments and the unfinished tournaments whose
-        lease has lapsed, oldest first (what a node of a cluster may take over), and when
-        the next of those and ``lobby``'s that a node other than ``owner`` holds can
-        lapse."""
+        """The unfinished races (a tournament's once placed) and the unfinished
+        tournaments whose lease has lapsed, oldest first (what a node of a cluster may
+        take over), and when the next of those and ``lobby``'s that a node other than
+        ``owner`` holds can lapse."""
 
         async def read(connection: Connection) -> Lapsed:
             races = await _rows(connection, _LAPSED_RACES.format(now=_NOW))
@@ -708,17 +724,41 @@ class PostgresStore(StoreBase):
 
         return await self._on_lease_connection(read)
 
-    async def races_of(self, tournament_ids: Collection[str]) -> list[tuple[str, str]]:
+    async def races_of(self, tournament_ids: Collection[str]) -> list[tuple[str, str, bool]]:
         """The unfinished races of these tournaments, oldest first, each with its
-        tournament."""
+        tournament and whether it was placed (:meth:`place_races`: it has a lease of its
+        own, and runs wherever that lease is held)."""
         if not tournament_ids:
             return []
 
-        async def read(connection: Connection) -> list[tuple[str, str]]:
+        async def read(connection: Connection) -> list[tuple[str, str, bool]]:
             rows = await _rows(connection, _TOURNAMENT_RACES, (list(tournament_ids),))
-            return [(row[0], row[1]) for row in rows]
+            return [(row[0], row[1], bool(row[2])) for row in rows]
 
         return await self._read(read)
+
+    async def place_races(
+        self, race_ids: Collection[str], tournament: Lease, owner: str, ttl: float
+    ) -> None:
+        """Give these races of ``tournament`` (written under its lease so far) leases of
+        their own, held by node ``owner`` for ``ttl`` seconds, all expiring together, in
+        one statement fenced by ``tournament``'s lease: :class:`LeaseLost` if that lease
+        was taken over (nothing is leased then). Each race id must never have had a lease;
+        :class:`StoreError` otherwise, with nothing leased."""
+        ids = sorted(race_ids)
+        parameters = (*_fence_arrays({tournament.resource_id: tournament.epoch}), owner, ttl, ids)
+
+        async def run(connection: Connection) -> list[tuple[Any, ...]]:
+            return await _rows(connection, _PLACE_RACES.format(now=_NOW), parameters)
+
+        try:
+            rows = await self._on_lease_connection(run)
+        except psycopg.Error as error:
+            if error.sqlstate == STALE_EPOCH:
+                raise LeaseLost((tournament.resource_id,)) from None
+            raise StoreError(f"the races could not be placed: {_reason(error)}") from None
+        if len(rows) != len(ids):
+            raise StoreError(f"only {len(rows)} of {len(ids)} races were placed")
 
     async def node_loads(self) -> dict[str, int]:
         """The nodes of the cluster alive now (holding a lease that has not lapsed), each
