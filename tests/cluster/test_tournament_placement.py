@@ -22,8 +22,16 @@ from pathlib import Path
 
 from client.connection import Connection
 from client.tournament_bot import TournamentBot, TournamentBotResult
+from protocol import RaceSnapshot
 from server.lobby import least_loaded
-from tests.cluster.harness import BACKOFF, PATIENCE, Cluster, foursquare, running_cluster
+from tests.cluster.harness import (
+    BACKOFF,
+    PATIENCE,
+    Cluster,
+    Spectator,
+    foursquare,
+    running_cluster,
+)
 from tests.cluster.test_tournament import host, new_owner, round_over, until_state
 
 #: Entrants: two races of two in each round, so that a round's races share a deal.
@@ -76,7 +84,7 @@ async def first_round_placed(cluster: Cluster, rounds: int) -> Placed:
         await asyncio.sleep(0.05)
     (line,) = placed
     assert line["tournament"] == code and line["node"] == chosen != owner
-    races = [str(race) for race in line["races"]]  # type: ignore[union-attr]
+    races = race_ids(line["races"])
     assert len(races) == ENTRANTS // 2
     for race in races:
         assert await cluster.wait_for_owner(race) == chosen
@@ -116,9 +124,15 @@ async def export_verifies(cluster: Cluster, code: str, tmp_path: Path, games: in
     assert len(record["standings"]) == ENTRANTS
 
 
+def race_ids(logged: object) -> list[str]:
+    """The race ids a log line lists."""
+    assert isinstance(logged, list)
+    return [str(race) for race in logged]
+
+
 def taken_together(cluster: Cluster, node: str, races: list[str]) -> bool:
     """Whether node ``node`` rebuilt ``races`` together, in one takeover."""
-    return any(sorted(line["races"]) == sorted(races)  # type: ignore[type-var]
+    return any(sorted(race_ids(line["races"])) == sorted(races)
                for line in cluster.logged(node, "races_taken_over"))
 
 
@@ -127,6 +141,11 @@ async def test_a_round_runs_on_another_node_than_its_tournament_and_the_export_v
 ) -> None:
     with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix) as cluster:
         game = await first_round_placed(cluster, rounds=2)
+        # Watched from the tournament's node, which no longer runs the race.
+        spectator = Spectator(cluster.addresses(game.owner), game.races[0])
+        watched = await asyncio.wait_for(spectator.run(), PATIENCE)
+        assert watched.race == game.races[0]
+        assert any(isinstance(message, RaceSnapshot) for message in spectator.seen)
         await until_state(game.bots, round_over(1))
         # Run where it was placed, all of it: rebuilt there once, together, and nowhere else.
         assert taken_together(cluster, game.chosen, game.races)
