@@ -7,14 +7,15 @@ for ``lease_ttl`` seconds and renewed :data:`RENEWALS_PER_LEASE` times in that t
 every write of the race carries that lease's epoch (the store's fence).
 :class:`ClusterNode` runs this:
 
-- **Where races run.** A private race, and a tournament with its races, runs on the
-  node where it was asked for. The **lobby** (quick races and public races, the list of
+- **Where races run.** A private race, and a tournament, runs on the node where it was
+  asked for. The **lobby** (quick races and public races, the list of
   races) runs on the node that holds the lease of :data:`LOBBY_LEASE`, the *leader*: a
   quick race fills from players on every node. A node makes a race under a lease it took
   beforehand (:data:`RESERVED_RACE_IDS` race ids are leased in advance, so opening a race
   never waits for the store); a tournament's code is leased before it is made, and its
-  races are written under its lease. The bus carries each command to the holder of its
-  race's or tournament's lease (:mod:`server.redis_bus`).
+  races are opened under its lease. The bus carries each command to the holder of its
+  race's or tournament's lease (a tournament's race not placed: its tournament's,
+  :meth:`ClusterNode.owners`; :mod:`server.redis_bus`).
 - **Placing races.** The leader hands each race its lobby opened that fills from every
   node (quick races, public races, daily rooms), as soon as it starts, to the node with
   the fewest unfinished races (the lobby's choice, from the load map the leader reads
@@ -25,6 +26,16 @@ every write of the race carries that lease's epoch (the store's fence).
   lease. A chosen node that is gone or slow takes nothing: the race's lease has lapsed,
   so whichever node takes lapsed races over first (see *Taking over*, the leader too)
   runs it; the lease admits one owner whoever it is.
+- **Placing tournament rounds.** A tournament's node hands the races of each round it
+  opens (seated, counting down), which share a deal and so always run together, to the
+  node with the fewest unfinished races, the same way: it stops them with everything
+  committed and gives them leases of their own held by the chosen node, in one
+  statement fenced by the tournament's lease (:meth:`~PostgresStore.place_races`), then
+  tells that node, which takes them all in one statement. The round's node journals
+  their results as any race's; the tournament's node (or whichever node takes the
+  tournament over) reads them from the store at each of its looks for lapsed leases and
+  counts them. A round's leases are made, renewed, released and taken together, so a
+  round is never split between nodes.
 - **Renewal.** Every ``lease_ttl / RENEWALS_PER_LEASE`` a node renews all its leases in
   one statement. It handles a command only while its leases are surely still its own by
   its own clock (``lease_ttl`` from the moment it asked for the last renewal, less a
@@ -116,6 +127,26 @@ def _may_open_a_race(command: Command) -> bool:
     return isinstance(command, Request) and isinstance(
         command.message, QuickRace | CreateRace | DailyRace
     )
+
+
+def _first_races(races: list[str], most: int) -> tuple[list[str], list[str]]:
+    """The first ``most`` of ``races`` and the rest, but with every race of a tournament
+    in the part of its first one (a placed round's races are rebuilt together, in one
+    deal, or one of them could finish before the others are in it).
+
+    >>> _first_races(["A", "T-R1-0", "B", "T-R1-1", "C"], 2)
+    (['A', 'T-R1-0', 'T-R1-1'], ['B', 'C'])
+    """
+    first: list[str] = []
+    taken: set[str] = set()
+    for race_id in races:
+        tournament = tournament_of_race(race_id)
+        if len(first) < most or (tournament is not None and tournament in taken):
+            first.append(race_id)
+            if tournament is not None:
+                taken.add(tournament)
+    chosen = set(first)
+    return first, [race_id for race_id in races if race_id not in chosen]
 
 
 class Look(Enum):
@@ -521,7 +552,7 @@ class ClusterNode:
                  if not self.owns(race_id) and race_id not in self._taking]
         tournaments = [code for code in lapsed.tournaments if not self.owns(code)]
         while (races or tournaments) and not self._suspended():
-            some_races, races = races[:TAKEN_AT_ONCE], races[TAKEN_AT_ONCE:]
+            some_races, races = _first_races(races, TAKEN_AT_ONCE)
             room = TAKEN_AT_ONCE - len(some_races)
             some_tournaments, tournaments = tournaments[:room], tournaments[room:]
             asked = self._loop.time()
@@ -766,11 +797,26 @@ class ClusterNode:
             return
         owner = self._covered.get(race_id, race_id)  # a tournament goes with its races
         lost = set(error.resources) if isinstance(error, LeaseLost) else set()
+        round_ = self._round_of(race_id) if owner == race_id else []
+        if len(round_) > 1:
+            # A placed round's races share a deal: they go together, and their leases
+            # (renewed together) lapse together, to be taken over together by one node.
+            self._background(self._lose(lost | set(round_), str(error)))
+            return
         # Its lease, if still this node's, is let go: its stored state is taken up again.
         lease = self._leases.get(owner)
         self._background(self._lose(lost | {owner}, str(error)))
         if lease is not None:
             self._background(self._release(lease))
+
+    def _round_of(self, race_id: str) -> list[str]:
+        """The races this node runs under leases of their own that share race
+        ``race_id``'s deal (a tournament round placed here), ``race_id`` among them."""
+        tier = self.tier
+        if tier is None or tournament_of_race(race_id) is None:
+            return [race_id]
+        return [other for other in tier.dealt_with(race_id)
+                if other in self._leases and other not in self._covered]
 
     def _tier_failed(self, error: Exception) -> None:
         """A write of the lobby or a tournament failed."""
@@ -829,13 +875,14 @@ class ClusterNode:
             self._background(tier.close_searches())
 
     async def _let_go_all(self) -> None:
-        """Release every lease (their races are taken over at once by other nodes)."""
+        """Release every lease (their races are taken over at once by other nodes), in
+        one statement: a placed round's races lapse together, to be taken together."""
         leases = list(self._leases.values())
         self._store.let_go(list(self._leases) + list(self._covered))
         self._leases, self._covered, self._reserved = {}, {}, []
         self._taking.clear()
-        for lease in leases:
-            await self._release(lease)
+        with contextlib.suppress(StoreError):
+            await self._store.release_leases(leases)
 
     async def _release(self, lease: Lease) -> None:
         """Fence nothing more with ``lease``, and let it expire now if it is still ours."""

@@ -329,6 +329,16 @@ _RENEW_LEASES = (
     " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
+#: Leases let go at once, in one statement (their rows locked in the order of their ids,
+#: as :data:`_RENEW_LEASES` does), all expiring at one "now": leases that lapsed together
+#: are taken over together (a placed round's races are never split between two nodes).
+_RELEASE_LEASES = (
+    "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
+    " ORDER BY resource_id FOR NO KEY UPDATE)"
+    " UPDATE leases SET expires_at = (SELECT {now}) FROM unnest(%s::text[], %s::bigint[])"
+    " AS held(resource, epoch) WHERE leases.resource_id = held.resource AND leases.epoch ="
+    " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
+)
 #: Lapsed leases (or ``owner``'s own), taken for ``owner`` in one statement, each at its
 #: next epoch: the same rule as :data:`server.store.ACQUIRE_LEASE` for many rows, their
 #: rows locked in the order of their ids first as :data:`_RENEW_LEASES` does. A row
@@ -854,6 +864,20 @@ class PostgresStore(StoreBase):
                 **{lease.resource_id: lease for lease in renewed},
             }
         return renewed
+
+    async def release_leases(self, leases: Collection[Lease]) -> None:
+        """Let every one of ``leases`` still at its epoch expire now, in one statement
+        (see :meth:`release_lease`), all at the same moment."""
+        if not leases:
+            return
+        ids = [lease.resource_id for lease in leases]
+        epochs = [lease.epoch for lease in leases]
+        self._let_go(ids)
+
+        async def run(connection: Connection) -> None:
+            await connection.execute(_RELEASE_LEASES.format(now=_NOW), (ids, ids, epochs))
+
+        await self._on_lease_connection(run)
 
     def cover(self, resource_id: str, lease: Lease) -> None:
         """Fence the writes of ``resource_id`` with ``lease``, another resource's (a

@@ -652,6 +652,15 @@ class RaceTier:
         self.drop(race_ids)
         return True
 
+    def dealt_with(self, race_id: str) -> list[str]:
+        """The races here that share race ``race_id``'s deal (:class:`~server.race.SharedDeal`),
+        ``race_id`` among them (alone if it shares none)."""
+        host = self.hosts.get(race_id)
+        deal = None if host is None else host.race.shared_deal
+        if deal is None:
+            return [race_id]
+        return [other for other, held in self.hosts.items() if held.race.shared_deal is deal]
+
     def place_round(self, tournament_id: str, race_ids: Sequence[str]) -> None:
         """See :meth:`~server.tournament_host.TournamentRaces.place_round`."""
         if self._ownership.place_round is not None:

@@ -1,7 +1,8 @@
 """The bus between the nodes of a cluster, over Redis pub/sub (``--cluster redis://...``).
 
-Every node runs a socket tier and a race tier; each race and each tournament (with its
-races) is run by one node, the holder of its lease, and the *lobby* (quick races, public
+Every node runs a socket tier and a race tier; each race and each tournament is run by
+one node, the holder of its lease (a tournament's race not placed on a node yet: its
+tournament's), and the *lobby* (quick races, public
 races, the list of races) by the holder of the lobby's lease (:mod:`server.cluster`).
 :class:`RedisBus` is the :class:`~server.bus.Bus` of one node:
 
