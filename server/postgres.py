@@ -758,15 +758,20 @@ class PostgresStore(StoreBase):
         ids = sorted(race_ids)
         parameters = (*_fence_arrays({tournament.resource_id: tournament.epoch}), owner, ttl, ids)
 
-        async def run(connection: Connection) -> list[tuple[Any, ...]]:
-            return await _rows(connection, _PLACE_RACES.format(now=_NOW), parameters)
+        async def run(connection: Connection) -> list[tuple[Any, ...]] | None:
+            try:
+                return await _rows(connection, _PLACE_RACES.format(now=_NOW), parameters)
+            except psycopg.Error as error:
+                if error.sqlstate == STALE_EPOCH:  # (raised as an OperationalError)
+                    return None
+                raise
 
         try:
             rows = await self._on_lease_connection(run)
-        except psycopg.Error as error:
-            if error.sqlstate == STALE_EPOCH:
-                raise LeaseLost((tournament.resource_id,)) from None
+        except psycopg.Error as error:  # (not a lost connection: StoreUnavailable)
             raise StoreError(f"the races could not be placed: {_reason(error)}") from None
+        if rows is None:
+            raise LeaseLost((tournament.resource_id,))
         if len(rows) != len(ids):
             raise StoreError(f"only {len(rows)} of {len(ids)} races were placed")
 
