@@ -694,7 +694,7 @@ class TournamentDesk:
     def _count(self, result: RaceResult) -> None:
         """Count a finished race in its tournament, if it is one's and not counted yet."""
         tournament = self._by_race.get(result.race_id)
-        if tournament is None or tournament.status is TournamentStatus.FINISHED:
+        if tournament is None:
             return
         with contextlib.suppress(TournamentError):  # already counted (a replayed finish)
             self._apply(tournament, RecordResult(result))
