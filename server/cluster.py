@@ -746,6 +746,7 @@ class ClusterNode:
         ):
             return
         self._taking.update(race_ids)  # their commands wait here meanwhile
+        placed = False
         try:
             async with asyncio.timeout(self._ttl):
                 if not await tier.hand_over(*race_ids):
@@ -756,6 +757,7 @@ class ClusterNode:
                     self._covered.pop(race_id, None)
                 self._store.let_go(race_ids)
                 await self._store.place_races(race_ids, tournament, node, self._ttl)
+                placed = True
         except StoreUnavailable as error:
             await self._suspend(error)
             return
@@ -766,12 +768,14 @@ class ClusterNode:
                 await self._release(tournament)
             return
         finally:
+            if placed:  # (told ahead of the held commands, which follow the leases there)
+                self._bus.send_to(node, TakeRace(race_ids[0], race_ids[1:]))
+                log_event("round_placed", tournament=tournament_id, races=list(race_ids),
+                          node=node)
             self._taking.difference_update(race_ids)
             for race_id in race_ids:
                 self._bus.forget_owner(race_id)
             self._put_through_held()
-        self._bus.send_to(node, TakeRace(race_ids[0], race_ids[1:]))
-        log_event("round_placed", tournament=tournament_id, races=list(race_ids), node=node)
 
     async def _collect_results(self) -> None:
         """Count in this node's tournaments the results of their races placed on other
