@@ -160,11 +160,20 @@ class CheckExpiry:
 
 @dataclass(frozen=True, slots=True)
 class TakeRace:
-    """Node to node in a cluster: the lobby's node has handed race ``race_id`` over (its
-    lease let go, all of it in the store): take its lease and run it
-    (:mod:`server.cluster`)."""
+    """Node to node in a cluster: race ``race_id`` was handed over to the receiving node
+    (by the lobby's node: its lease let go; or by a tournament's node, with the rest of
+    its round: leases made for the receiving node), all of it in the store: take its
+    lease and run it (:mod:`server.cluster`)."""
 
     race_id: str
+    dealt_with: tuple[str, ...] = ()
+    """The other races of its tournament's round, handed over with it: they share a deal
+    (:class:`~server.race.SharedDeal`), so they are taken together or not at all."""
+
+    @property
+    def race_ids(self) -> tuple[str, ...]:
+        """Every race handed over."""
+        return (self.race_id, *self.dealt_with)
 
 
 Command = Request | Attach | Detach | CheckExpiry | TakeRace

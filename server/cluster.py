@@ -7,14 +7,15 @@ for ``lease_ttl`` seconds and renewed :data:`RENEWALS_PER_LEASE` times in that t
 every write of the race carries that lease's epoch (the store's fence).
 :class:`ClusterNode` runs this:
 
-- **Where races run.** A private race, and a tournament with its races, runs on the
-  node where it was asked for. The **lobby** (quick races and public races, the list of
+- **Where races run.** A private race, and a tournament, runs on the node where it was
+  asked for. The **lobby** (quick races and public races, the list of
   races) runs on the node that holds the lease of :data:`LOBBY_LEASE`, the *leader*: a
   quick race fills from players on every node. A node makes a race under a lease it took
   beforehand (:data:`RESERVED_RACE_IDS` race ids are leased in advance, so opening a race
   never waits for the store); a tournament's code is leased before it is made, and its
-  races are written under its lease. The bus carries each command to the holder of its
-  race's or tournament's lease (:mod:`server.redis_bus`).
+  races are opened under its lease. The bus carries each command to the holder of its
+  race's or tournament's lease (a tournament's race not placed: its tournament's,
+  :meth:`ClusterNode.owners`; :mod:`server.redis_bus`).
 - **Placing races.** The leader hands each race its lobby opened that fills from every
   node (quick races, public races, daily rooms), as soon as it starts, to the node with
   the fewest unfinished races (the lobby's choice, from the load map the leader reads
@@ -25,6 +26,16 @@ every write of the race carries that lease's epoch (the store's fence).
   lease. A chosen node that is gone or slow takes nothing: the race's lease has lapsed,
   so whichever node takes lapsed races over first (see *Taking over*, the leader too)
   runs it; the lease admits one owner whoever it is.
+- **Placing tournament rounds.** A tournament's node hands the races of each round it
+  opens (seated, counting down), which share a deal and so always run together, to the
+  node with the fewest unfinished races, the same way: it stops them with everything
+  committed and gives them leases of their own held by the chosen node, in one
+  statement fenced by the tournament's lease (:meth:`~PostgresStore.place_races`), then
+  tells that node, which takes them all in one statement. The round's node journals
+  their results as any race's; the tournament's node (or whichever node takes the
+  tournament over) reads them from the store at each of its looks for lapsed leases and
+  counts them. A round's leases are made, renewed, released and taken together, so a
+  round is never split between nodes.
 - **Renewal.** Every ``lease_ttl / RENEWALS_PER_LEASE`` a node renews all its leases in
   one statement. It handles a command only while its leases are surely still its own by
   its own clock (``lease_ttl`` from the moment it asked for the last renewal, less a
@@ -63,15 +74,16 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Collection, Container, Coroutine
+from collections.abc import Collection, Container, Coroutine, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
 
 from protocol import CreateRace, DailyRace, ErrorCode, QuickRace
-from server.bus import Command, Request, TakeRace
+from server.bus import Command, Request, TakeRace, tournament_of_race
 from server.config import ServerConfig
 from server.journal_file import JournalRefused
+from server.lobby import least_loaded
 from server.logs import failure, log_event
 from server.metrics import Metrics
 from server.postgres import PostgresStore
@@ -115,6 +127,26 @@ def _may_open_a_race(command: Command) -> bool:
     return isinstance(command, Request) and isinstance(
         command.message, QuickRace | CreateRace | DailyRace
     )
+
+
+def _first_races(races: list[str], most: int) -> tuple[list[str], list[str]]:
+    """The first ``most`` of ``races`` and the rest, but with every race of a tournament
+    in the part of its first one (a placed round's races are rebuilt together, in one
+    deal, or one of them could finish before the others are in it).
+
+    >>> _first_races(["A", "T-R1-0", "B", "T-R1-1", "C"], 2)
+    (['A', 'T-R1-0', 'T-R1-1'], ['B', 'C'])
+    """
+    first: list[str] = []
+    taken: set[str] = set()
+    for race_id in races:
+        tournament = tournament_of_race(race_id)
+        if len(first) < most or (tournament is not None and tournament in taken):
+            first.append(race_id)
+            if tournament is not None:
+                taken.add(tournament)
+    chosen = set(first)
+    return first, [race_id for race_id in races if race_id not in chosen]
 
 
 class Look(Enum):
@@ -237,6 +269,7 @@ class ClusterNode:
                 race_failed=self._race_failed,
                 place=self._place,
                 seats=True,
+                place_round=self._place_round,
             ),
         )
         tier.start()
@@ -253,10 +286,16 @@ class ClusterNode:
     async def owners(self, resources: Collection[str]) -> dict[str, str]:
         """The node holding each of ``resources``' leases, as the store says (``""``:
         none does nor will: no such race, or one over, answered where it was asked)."""
-        leases = await self._store.read_leases(resources)
+        # A tournament's race has no lease of its own until its round is placed: until
+        # then its tournament's lease holder runs it.
+        tournaments = {resource: tournament for resource in resources
+                       if (tournament := tournament_of_race(resource)) is not None}
+        leases = await self._store.read_leases({*resources, *tournaments.values()})
         found = {}
         for resource in resources:
             lease = leases.get(resource)
+            if lease is None and resource in tournaments:
+                lease = leases.get(tournaments[resource])
             found[resource] = "" if lease is None or lease.expires_at is None else lease.owner
         return found
 
@@ -265,7 +304,7 @@ class ClusterNode:
         another node through the bus)."""
         tier = self.tier
         if isinstance(command, TakeRace):
-            self._background(self._take_placed(command.race_id))
+            self._background(self._take_placed(command.race_ids))
             return
         if self.role is NodeRole.SUSPENDED or tier is None:
             self._bus.publish(undelivered(command))  # nothing can be stored now
@@ -348,7 +387,8 @@ class ClusterNode:
             if self.tier is not None:
                 self.tier.nodes_loaded(self.node_id, {})  # places no race any more
         tier = self.tier
-        races = [] if tier is None else tier.drop_tournaments(resources)
+        # A race of a lost tournament placed here has a lease of its own: it runs on.
+        races = [] if tier is None else tier.drop_tournaments(resources, keep=self._leases)
         for race_id in races:
             self._covered.pop(race_id, None)
         for resource in resources:
@@ -476,7 +516,9 @@ class ClusterNode:
         if self.role is NodeRole.FOLLOWER:
             await self._try_to_lead()
         await self._read_loads()
-        return await self._take_over_lapsed(looked)
+        next_in = await self._take_over_lapsed(looked)
+        await self._collect_results()
+        return next_in
 
     async def _outliving(self, turn: Coroutine[Any, Any, T]) -> T | None:
         """``turn``'s result; ``None`` if it failed (the campaign outlives any failure)."""
@@ -517,7 +559,7 @@ class ClusterNode:
                  if not self.owns(race_id) and race_id not in self._taking]
         tournaments = [code for code in lapsed.tournaments if not self.owns(code)]
         while (races or tournaments) and not self._suspended():
-            some_races, races = races[:TAKEN_AT_ONCE], races[TAKEN_AT_ONCE:]
+            some_races, races = _first_races(races, TAKEN_AT_ONCE)
             room = TAKEN_AT_ONCE - len(some_races)
             some_tournaments, tournaments = tournaments[:room], tournaments[room:]
             asked = self._loop.time()
@@ -556,7 +598,12 @@ class ClusterNode:
             try:
                 if tier is None:
                     raise StoreUnavailable("the node is suspended")
-                of_tournaments = await self._store.races_of(tournament_ids)
+                races_of = await self._store.races_of(tournament_ids)
+                # A race of theirs placed on a node runs there (under its own lease).
+                placed = {race_id for race_id, _, elsewhere in races_of if elsewhere}
+                of_tournaments = [(race_id, tournament_id)
+                                  for race_id, tournament_id, _ in races_of
+                                  if race_id not in placed]
                 for race_id, tournament_id in of_tournaments:
                     self._cover(race_id, tournament_id)
                     self._taking.add(race_id)
@@ -569,11 +616,11 @@ class ClusterNode:
                 ]
                 read = self._loop.time()
                 sessions = tier.take_over(recovered)
-                sessions.extend(await tier.tournaments.take_over(stored))
+                sessions.extend(await tier.tournaments.take_over(stored, placed))
             except Exception as error:  # nothing may stay half taken: let them all go
                 covered = [race_id for race_id, _ in of_tournaments]
                 if tier is not None:
-                    tier.drop_tournaments(tournament_ids)
+                    tier.drop_tournaments(tournament_ids, keep=self._leases)
                     tier.drop([*race_ids, *covered])
                 for race_id in covered:
                     self._covered.pop(race_id, None)
@@ -661,24 +708,106 @@ class ClusterNode:
             self._bus.forget_owner(race_id)
             self._put_through_held()
 
-    async def _take_placed(self, race_id: str) -> None:
-        """Take the lease of a race handed over to this node and run it, if nobody has
-        taken it yet."""
-        if self.owns(race_id) or self._suspended() or self.tier is None:
+    async def _take_placed(self, race_ids: tuple[str, ...]) -> None:
+        """Take the leases of races handed over to this node (one, or a tournament
+        round's) and run them, if nobody has taken them yet. A round's are taken in one
+        statement: all of them, or none if another node was quicker."""
+        if any(self.owns(race_id) for race_id in race_ids) or self._suspended() or (
+            self.tier is None
+        ):
             return
-        self._taking.add(race_id)  # (the takeover of lapsed races leaves it to this one)
+        self._taking.update(race_ids)  # (the takeover of lapsed races leaves them to this)
         asked = self._loop.time()
         try:
-            lease = await self._store.acquire_lease(race_id, self.node_id, self._ttl)
-        except StoreError:  # (LeaseHeld: another node was quicker; or the store is down)
-            self._taking.discard(race_id)
-            self._put_through_held()
-            return
+            leases = await self._store.acquire_lapsed(race_ids, self.node_id, self._ttl)
+        except StoreError:  # the store is down
+            leases = []
         if self._suspended():
-            return  # (let go on suspending: it lapses for another node)
-        self._leases[race_id] = lease
+            return  # (let go on suspending: they lapse for another node)
+        for lease in leases:
+            self._leases[lease.resource_id] = lease
+        won = {lease.resource_id for lease in leases}  # (another node was quicker: none)
+        self._taking.difference_update(set(race_ids) - won)
         acquire_ms = round((self._loop.time() - asked) * 1000)
-        await self._bring_back([race_id], [], Taking(Look.HANDED, None, acquire_ms))
+        if won:
+            await self._bring_back([race_id for race_id in race_ids if race_id in won], [],
+                                   Taking(Look.HANDED, None, acquire_ms))
+        else:
+            self._put_through_held()
+
+    def _place_round(self, tournament_id: str, race_ids: Sequence[str]) -> None:
+        """A tournament of this node opened these races (seated, counting down), which
+        share a deal: hand them together to the node running the fewest races."""
+        if tournament_id in self._leases and race_ids and all(
+            race_id in self._covered and race_id not in self._taking for race_id in race_ids
+        ):
+            self._background(self._hand_round_over(tournament_id, tuple(race_ids)))
+
+    async def _hand_round_over(self, tournament_id: str, race_ids: tuple[str, ...]) -> None:
+        """Stop a tournament round's races with all of them stored, give them leases of
+        their own held by the chosen node (fenced by the tournament's lease), and tell
+        that node to take them (:class:`~server.bus.TakeRace`). A round chosen to stay
+        here runs here, as in one process. If the hand-over fails half way, the
+        tournament is let go with its races, for its stored state to be taken up."""
+        try:
+            loads = await self._store.node_loads()
+        except (StoreError, JournalRefused):
+            return  # it runs here
+        tier = self.tier
+        tournament = self._leases.get(tournament_id)
+        if not loads or tier is None or tournament is None or self._suspended():
+            return
+        node = least_loaded(loads, here=self.node_id)
+        if node == self.node_id or not all(
+            race_id in self._covered and race_id not in self._taking for race_id in race_ids
+        ):
+            return
+        self._taking.update(race_ids)  # their commands wait here meanwhile
+        placed = False
+        try:
+            async with asyncio.timeout(self._ttl):
+                if not await tier.hand_over(*race_ids):
+                    return  # one is gone already (a round of one race that ended): here
+                if self.tier is not tier or self._leases.get(tournament_id) is not tournament:
+                    raise LeaseLost((tournament_id,))  # lost meanwhile, and dropped
+                for race_id in race_ids:
+                    self._covered.pop(race_id, None)
+                self._store.let_go(race_ids)
+                await self._store.place_races(race_ids, tournament, node, self._ttl)
+                placed = True
+        except StoreUnavailable as error:
+            await self._suspend(error)
+            return
+        except (TimeoutError, StoreError) as error:
+            reason = f"its round could not be placed ({error or 'no answer in time'})"
+            await self._lose([tournament_id], reason)
+            if not isinstance(error, LeaseLost):
+                await self._release(tournament)
+            return
+        finally:
+            if placed:  # (told ahead of the held commands, which follow the leases there)
+                self._bus.send_to(node, TakeRace(race_ids[0], race_ids[1:]))
+                log_event("round_placed", tournament=tournament_id, races=list(race_ids),
+                          node=node)
+            self._taking.difference_update(race_ids)
+            for race_id in race_ids:
+                self._bus.forget_owner(race_id)
+            self._put_through_held()
+
+    async def _collect_results(self) -> None:
+        """Count in this node's tournaments the results of their races placed on other
+        nodes, as stored (the store is the truth: a result committed there is counted
+        once here, and by whichever node takes the tournament over if this one dies)."""
+        tier = self.tier
+        placed = [] if tier is None else tier.tournaments.placed_races()
+        if not placed:
+            return
+        try:
+            results = await self._store.read_results(placed)
+        except (StoreError, JournalRefused):
+            return  # read again next turn
+        if results and self.tier is tier and tier is not None:
+            tier.tournaments.results_stored(results.values())
 
     # ------------------------------------------------------------- failures
 
@@ -689,11 +818,26 @@ class ClusterNode:
             return
         owner = self._covered.get(race_id, race_id)  # a tournament goes with its races
         lost = set(error.resources) if isinstance(error, LeaseLost) else set()
+        round_ = self._round_of(race_id) if owner == race_id else []
+        if len(round_) > 1:
+            # A placed round's races share a deal: they go together, and their leases
+            # (renewed together) lapse together, to be taken over together by one node.
+            self._background(self._lose(lost | set(round_), str(error)))
+            return
         # Its lease, if still this node's, is let go: its stored state is taken up again.
         lease = self._leases.get(owner)
         self._background(self._lose(lost | {owner}, str(error)))
         if lease is not None:
             self._background(self._release(lease))
+
+    def _round_of(self, race_id: str) -> list[str]:
+        """The races this node runs under leases of their own that share race
+        ``race_id``'s deal (a tournament round placed here), ``race_id`` among them."""
+        tier = self.tier
+        if tier is None or tournament_of_race(race_id) is None:
+            return [race_id]
+        return [other for other in tier.dealt_with(race_id)
+                if other in self._leases and other not in self._covered]
 
     def _tier_failed(self, error: Exception) -> None:
         """A write of the lobby or a tournament failed."""
@@ -753,13 +897,14 @@ class ClusterNode:
             self._background(tier.close_searches())
 
     async def _let_go_all(self) -> None:
-        """Release every lease (their races are taken over at once by other nodes)."""
+        """Release every lease (their races are taken over at once by other nodes), in
+        one statement: a placed round's races lapse together, to be taken together."""
         leases = list(self._leases.values())
         self._store.let_go(list(self._leases) + list(self._covered))
         self._leases, self._covered, self._reserved = {}, {}, []
         self._taking.clear()
-        for lease in leases:
-            await self._release(lease)
+        with contextlib.suppress(StoreError):
+            await self._store.release_leases(leases)
 
     async def _release(self, lease: Lease) -> None:
         """Fence nothing more with ``lease``, and let it expire now if it is still ours."""

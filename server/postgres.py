@@ -261,20 +261,23 @@ _UNFINISHED_OF = (
     " WHERE finished_at IS NULL AND race_id = ANY(%s) ORDER BY created_at"
 )
 _WATCHING_OF = "SELECT player_id, race_id FROM watching WHERE race_id = ANY(%s) ORDER BY seq"
-#: The leases of unfinished races outside tournaments (what a node of a cluster may take
-#: over once lapsed: a tournament's races come with their tournament) ...
+#: The leases of unfinished races (what a node of a cluster may take over once lapsed).
+#: A tournament's race has a lease of its own only once its round is placed on a node
+#: (:meth:`PostgresStore.place_races`); until then it is written under its tournament's
+#: lease and comes with its tournament ...
 _RACE_LEASES = (
-    "races r JOIN leases l ON l.resource_id = r.race_id"
-    " WHERE r.finished_at IS NULL AND r.tournament_id IS NULL"
+    "races r JOIN leases l ON l.resource_id = r.race_id WHERE r.finished_at IS NULL"
 )
 #: ... and of unfinished tournaments.
 _TOURNAMENT_LEASES = (
     "tournaments t JOIN leases l ON l.resource_id = t.tournament_id"
     " WHERE t.status <> 'finished'"
 )
-#: Unfinished races outside tournaments whose lease has lapsed: any node may take them.
+#: Unfinished races whose lease has lapsed: any node may take them. "Now" is read once
+#: (a subquery), so the leases that expire together (a placed round's, renewed together)
+#: are seen lapsed together: a round's races are never split between two nodes.
 _LAPSED_RACES = (
-    "SELECT r.race_id, l.expires_at FROM " + _RACE_LEASES + " AND l.expires_at <= {now}"
+    "SELECT r.race_id, l.expires_at FROM " + _RACE_LEASES + " AND l.expires_at <= (SELECT {now})"
     " ORDER BY r.created_at"
 )
 #: Unfinished tournaments whose lease has lapsed.
@@ -292,11 +295,23 @@ _NEXT_LAPSE = (
     + " UNION ALL SELECT expires_at, owner FROM leases WHERE resource_id = %s"
     ") AS held WHERE held.owner <> %s AND held.expires_at > {now}"
 )
-#: The unfinished races of some tournaments (the node taking a tournament over takes them).
+#: The unfinished races of some tournaments, each with whether it was placed (it has a
+#: lease of its own, and runs where that lease is held); the node taking a tournament over
+#: takes the others with it.
 _TOURNAMENT_RACES = (
-    "SELECT race_id, tournament_id FROM races WHERE finished_at IS NULL"
-    " AND tournament_id = ANY(%s)"
+    "SELECT race_id, tournament_id,"
+    " EXISTS (SELECT 1 FROM leases l WHERE l.resource_id = races.race_id)"
+    " FROM races WHERE finished_at IS NULL AND tournament_id = ANY(%s)"
     " ORDER BY created_at"
+)
+#: A tournament's races placed on node ``owner``: their leases made for it, all with one
+#: expiry, in one statement fenced by the tournament's lease (a node that lost its
+#: tournament places none of its races: their new owner runs them with the tournament).
+_PLACE_RACES = (
+    "WITH fence AS (" + _FENCE + ")"
+    " INSERT INTO leases (resource_id, owner, epoch, expires_at)"
+    " SELECT placed, %s, 1, (SELECT {now}) + %s FROM fence, unnest(%s::text[]) AS placed"
+    " RETURNING resource_id"
 )
 #: The races each live node runs: every node holding a lease now (each holds race ids
 #: leased ahead, so an idle node counts, with none), with its unfinished races.
@@ -325,19 +340,30 @@ _RENEW_LEASES = (
     " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
+#: Leases let go at once, in one statement (their rows locked in the order of their ids,
+#: as :data:`_RENEW_LEASES` does), all expiring at one "now": leases that lapsed together
+#: are taken over together (a placed round's races are never split between two nodes).
+_RELEASE_LEASES = (
+    "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
+    " ORDER BY resource_id FOR NO KEY UPDATE)"
+    " UPDATE leases SET expires_at = (SELECT {now}) FROM unnest(%s::text[], %s::bigint[])"
+    " AS held(resource, epoch) WHERE leases.resource_id = held.resource AND leases.epoch ="
+    " held.epoch AND leases.resource_id IN (SELECT resource_id FROM locked)"
+)
 #: Lapsed leases (or ``owner``'s own), taken for ``owner`` in one statement, each at its
 #: next epoch: the same rule as :data:`server.store.ACQUIRE_LEASE` for many rows, their
 #: rows locked in the order of their ids first as :data:`_RENEW_LEASES` does. A row
 #: another node took since it was read is seen under its lock as it is now (renewed, so
 #: no longer lapsed) and left out: of two nodes taking one lease, one alone has it. Those
-#: taken expire together, as renewed ones do.
+#: taken expire together, as renewed ones do ("now" read once: leases that expire
+#: together are all lapsed, or none).
 _ACQUIRE_LAPSED = (
     "WITH locked AS (SELECT resource_id FROM leases WHERE resource_id = ANY(%s)"
     " ORDER BY resource_id FOR NO KEY UPDATE)"
     " UPDATE leases SET owner = %s, epoch = leases.epoch + 1,"
     " expires_at = (SELECT {now}) + %s"
     " WHERE leases.resource_id IN (SELECT resource_id FROM locked)"
-    " AND (leases.owner = %s OR leases.expires_at <= {now})"
+    " AND (leases.owner = %s OR leases.expires_at <= (SELECT {now}))"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
 #: The race each session is tied to (:mod:`server.seats`), if it is not over.
@@ -374,7 +400,7 @@ class Lapsed:
     """What a node of a cluster may take over now, and when it should look again."""
 
     races: list[str]
-    """Unfinished races outside tournaments whose lease has lapsed, oldest first."""
+    """Unfinished races with a lease of their own that has lapsed, oldest first."""
     tournaments: list[str]
     """Unfinished tournaments whose lease has lapsed, oldest first."""
     lapsed_at: float | None
@@ -723,10 +749,10 @@ class PostgresStore(StoreBase):
         return await self._read(read)
 
     async def lapsed(self, owner: str, lobby: str) -> Lapsed:
-        """The unfinished races outside tournaments and the unfinished tournaments whose
-        lease has lapsed, oldest first (what a node of a cluster may take over), and when
-        the next of those and ``lobby``'s that a node other than ``owner`` holds can
-        lapse."""
+        """The unfinished races (a tournament's once placed) and the unfinished
+        tournaments whose lease has lapsed, oldest first (what a node of a cluster may
+        take over), and when the next of those and ``lobby``'s that a node other than
+        ``owner`` holds can lapse."""
 
         async def read(connection: Connection) -> Lapsed:
             races = await _rows(connection, _LAPSED_RACES.format(now=_NOW))
@@ -741,17 +767,46 @@ class PostgresStore(StoreBase):
 
         return await self._on_lease_connection(read)
 
-    async def races_of(self, tournament_ids: Collection[str]) -> list[tuple[str, str]]:
+    async def races_of(self, tournament_ids: Collection[str]) -> list[tuple[str, str, bool]]:
         """The unfinished races of these tournaments, oldest first, each with its
-        tournament."""
+        tournament and whether it was placed (:meth:`place_races`: it has a lease of its
+        own, and runs wherever that lease is held)."""
         if not tournament_ids:
             return []
 
-        async def read(connection: Connection) -> list[tuple[str, str]]:
+        async def read(connection: Connection) -> list[tuple[str, str, bool]]:
             rows = await _rows(connection, _TOURNAMENT_RACES, (list(tournament_ids),))
-            return [(row[0], row[1]) for row in rows]
+            return [(row[0], row[1], bool(row[2])) for row in rows]
 
         return await self._read(read)
+
+    async def place_races(
+        self, race_ids: Collection[str], tournament: Lease, owner: str, ttl: float
+    ) -> None:
+        """Give these races of ``tournament`` (written under its lease so far) leases of
+        their own, held by node ``owner`` for ``ttl`` seconds, all expiring together, in
+        one statement fenced by ``tournament``'s lease: :class:`LeaseLost` if that lease
+        was taken over (nothing is leased then). Each race id must never have had a lease;
+        :class:`StoreError` otherwise, with nothing leased."""
+        ids = sorted(race_ids)
+        parameters = (*_fence_arrays({tournament.resource_id: tournament.epoch}), owner, ttl, ids)
+
+        async def run(connection: Connection) -> list[tuple[Any, ...]] | None:
+            try:
+                return await _rows(connection, _PLACE_RACES.format(now=_NOW), parameters)
+            except psycopg.Error as error:
+                if error.sqlstate == STALE_EPOCH:  # (raised as an OperationalError)
+                    return None
+                raise
+
+        try:
+            rows = await self._on_lease_connection(run)
+        except psycopg.Error as error:  # (not a lost connection: StoreUnavailable)
+            raise StoreError(f"the races could not be placed: {_reason(error)}") from None
+        if rows is None:
+            raise LeaseLost((tournament.resource_id,))
+        if len(rows) != len(ids):
+            raise StoreError(f"only {len(rows)} of {len(ids)} races were placed")
 
     async def node_loads(self) -> dict[str, int]:
         """The nodes of the cluster alive now (holding a lease that has not lapsed), each
@@ -924,6 +979,20 @@ class PostgresStore(StoreBase):
                 **{lease.resource_id: lease for lease in renewed},
             }
         return renewed
+
+    async def release_leases(self, leases: Collection[Lease]) -> None:
+        """Let every one of ``leases`` still at its epoch expire now, in one statement
+        (see :meth:`release_lease`), all at the same moment."""
+        if not leases:
+            return
+        ids = [lease.resource_id for lease in leases]
+        epochs = [lease.epoch for lease in leases]
+        self._let_go(ids)
+
+        async def run(connection: Connection) -> None:
+            await connection.execute(_RELEASE_LEASES.format(now=_NOW), (ids, ids, epochs))
+
+        await self._on_lease_connection(run)
 
     def cover(self, resource_id: str, lease: Lease) -> None:
         """Fence the writes of ``resource_id`` with ``lease``, another resource's (a

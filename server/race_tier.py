@@ -16,7 +16,7 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Container, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Container, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,10 @@ class Ownership:
     seats: bool = False
     """Keep the store's ``seats`` table (:mod:`server.seats`): the races run on many
     nodes, and a session's node reads there whether it is tied to a race."""
+    place_round: Callable[[str, Sequence[str]], None] | None = None
+    """A tournament (the id) opened these races, which share a deal: they may be handed
+    over together to another node (:meth:`RaceTier.hand_over`). ``None``: every race
+    runs here (one process)."""
 
 
 class RaceTier:
@@ -210,10 +214,11 @@ class RaceTier:
             for watching in self._watching.values():
                 watching.pop(race_id, None)
 
-    def drop_tournaments(self, codes: Collection[str]) -> list[str]:
-        """Stop running these tournaments and their races (see :meth:`drop`); the ids of
-        their races."""
-        races = self.tournaments.drop(codes)
+    def drop_tournaments(self, codes: Collection[str], keep: Container[str] = ()) -> list[str]:
+        """Stop running these tournaments and their races (see :meth:`drop`) but those in
+        ``keep`` (races of theirs placed here, under leases of their own); the ids of the
+        races dropped."""
+        races = [race_id for race_id in self.tournaments.drop(codes) if race_id not in keep]
         self.drop(races)
         return races
 
@@ -653,19 +658,43 @@ class RaceTier:
         is this node's id (:class:`~server.lobby.NodesLoaded`)."""
         self.lobby.apply(lobbies.NodesLoaded(here, loads))
 
-    async def hand_over(self, race_id: str) -> bool:
-        """Stop running race ``race_id`` for another node to take it up from the store:
-        its clock stops, what it has journaled is committed and sent, and it is dropped;
-        ``False`` if this tier does not run it (any more). No command may reach the race
-        meanwhile (the caller holds them)."""
-        host = self.hosts.get(race_id)
-        if host is None:
+    async def hand_over(self, *race_ids: str) -> bool:
+        """Stop running these races for another node to take them up from the store:
+        their clocks stop, what they have journaled is committed and sent, and they are
+        dropped, all of them; ``False``, and none dropped, if this tier does not run
+        every one of them (any more). No command may reach them meanwhile (the caller
+        holds them)."""
+        hosts = [self.hosts.get(race_id) for race_id in race_ids]
+        if any(host is None for host in hosts):
             return False
-        await host.drain()
-        if self.hosts.get(race_id) is not host:
+        await asyncio.gather(*(host.drain() for host in hosts if host is not None))
+        if any(self.hosts.get(race_id) is not host
+               for race_id, host in zip(race_ids, hosts, strict=True)):
             return False
-        self.drop([race_id])
+        self.drop(race_ids)
         return True
+
+    def dealt_with(self, race_id: str) -> list[str]:
+        """The races here that share race ``race_id``'s deal (:class:`~server.race.SharedDeal`),
+        ``race_id`` among them (alone if it shares none)."""
+        host = self.hosts.get(race_id)
+        deal = None if host is None else host.race.shared_deal
+        if deal is None:
+            return [race_id]
+        return [other for other, held in self.hosts.items() if held.race.shared_deal is deal]
+
+    def place_round(self, tournament_id: str, race_ids: Sequence[str]) -> None:
+        """See :meth:`~server.tournament_host.TournamentRaces.place_round`."""
+        if self._ownership.place_round is not None:
+            self._ownership.place_round(tournament_id, race_ids)
+
+    def resign_elsewhere(self, session_id: str, race_id: str) -> None:
+        """See :meth:`~server.tournament_host.TournamentRaces.resign_elsewhere`: asked of
+        the race's node as its racer would (one process runs every race here)."""
+        if self._ownership.place_round is None:
+            return
+        caller = Caller(session_id, "", False, Role.PLAYER)
+        self._bus.send(Request(caller, protocol.Resign(race=race_id)))
 
     async def lease(self, tournament_id: str) -> bool:
         """See :meth:`~server.tournament_host.TournamentRaces.lease`."""

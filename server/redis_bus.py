@@ -1,7 +1,8 @@
 """The bus between the nodes of a cluster, over Redis pub/sub (``--cluster redis://...``).
 
-Every node runs a socket tier and a race tier; each race and each tournament (with its
-races) is run by one node, the holder of its lease, and the *lobby* (quick races, public
+Every node runs a socket tier and a race tier; each race and each tournament is run by
+one node, the holder of its lease (a tournament's race not placed on a node yet: its
+tournament's), and the *lobby* (quick races, public
 races, the list of races) by the holder of the lobby's lease (:mod:`server.cluster`).
 :class:`RedisBus` is the :class:`~server.bus.Bus` of one node:
 
@@ -84,7 +85,6 @@ from server.bus import (
     Request,
     channel_of,
     route,
-    tournament_of_race,
 )
 from server.bus_codec import pack, unpack
 from server.logs import failure, log_event
@@ -151,8 +151,9 @@ def placement(command: Command) -> str | Place:
         return Place.HERE
     where = route(command)
     if where.startswith("race:"):
-        race_id = where.removeprefix("race:")
-        return tournament_of_race(race_id) or race_id  # a tournament runs its races
+        # A tournament's race too: its owner is its tournament's until its round is
+        # placed on a node (then the race has a lease of its own), as the store says.
+        return where.removeprefix("race:")
     if where.startswith("tournament:"):
         return where.removeprefix("tournament:")  # a tournament's code is its id
     message = command.message

@@ -185,6 +185,17 @@ class TournamentRaces(Protocol):
         it cannot be had now."""
         ...
 
+    def place_round(self, tournament_id: str, race_ids: Sequence[str]) -> None:
+        """These races of tournament ``tournament_id``, just opened and counting down,
+        share a deal: a cluster's node may hand them, together, to another node (one
+        process runs them where they are)."""
+        ...
+
+    def resign_elsewhere(self, session_id: str, race_id: str) -> None:
+        """Resign ``session_id`` from race ``race_id``, which runs on another node of the
+        cluster."""
+        ...
+
     def gone(self, resource_id: str) -> None:
         """A race or tournament is over and forgotten: nothing writes it any more."""
         ...
@@ -271,9 +282,13 @@ class TournamentDesk:
         one by one)."""
         self._tasks = [asyncio.create_task(self._run_clock(), name="tournaments-clock")]
 
-    async def take_over(self, kept_ones: Sequence[StoredTournament]) -> list[str]:
+    async def take_over(
+        self, kept_ones: Sequence[StoredTournament], elsewhere: Collection[str] = ()
+    ) -> list[str]:
         """Bring back these stored tournaments (after the race tier recovered their
-        races); the sessions entered in them."""
+        races); the sessions entered in them. The races in ``elsewhere`` (a cluster's
+        races placed on other nodes) run where they are: their results are taken up as
+        they are stored (:meth:`results_stored`)."""
         journal = self._journal
         stored = []
         for kept in kept_ones:
@@ -293,6 +308,8 @@ class TournamentDesk:
             for race in tournament.races_in_progress():
                 order = RaceOrdered(race.race_id, race.round, race.seed, race.entrants)
                 host = self._races.hosts.get(race.race_id)
+                if race.race_id in elsewhere:
+                    continue  # placed on another node, and run there
                 if host is None:
                     # Ordered, but the server stopped before the race itself was journaled.
                     self._hold(tournament, order)
@@ -656,9 +673,28 @@ class TournamentDesk:
 
     def race_finished(self, host: RaceHost) -> None:
         """A race ended (its result is journaled): count it if it is a tournament's."""
-        tournament = self._by_race.get(host.race_id)
-        result = host.race.result
-        if tournament is None or result is None:
+        if host.race.result is not None:
+            self._count(host.race.result)
+
+    def placed_races(self) -> list[str]:
+        """The races in progress of the tournaments not finished that run on other nodes
+        of the cluster (placed there): their results are read from the store."""
+        return [
+            race.race_id
+            for code in self._unfinished
+            for race in self.tournaments[code].races_in_progress()
+            if race.race_id not in self._races.hosts
+        ]
+
+    def results_stored(self, results: Iterable[RaceResult]) -> None:
+        """Results of races placed on other nodes, as stored: count each not counted yet."""
+        for result in results:
+            self._count(result)
+
+    def _count(self, result: RaceResult) -> None:
+        """Count a finished race in its tournament, if it is one's and not counted yet."""
+        tournament = self._by_race.get(result.race_id)
+        if tournament is None:
             return
         with contextlib.suppress(TournamentError):  # already counted (a replayed finish)
             self._apply(tournament, RecordResult(result))
@@ -712,12 +748,18 @@ class TournamentDesk:
         events = tournament.apply(command, now)
         records = TournamentStore.events_of(tournament.tournament_id, events, now)
         committed = self._journal.submit(*records) if records else None
+        deals: dict[str, list[str]] = {}  # the races ordered now, by the seed they share
         for event in events:
             if isinstance(event, RaceOrdered):
                 self._hold(tournament, event)
+                deals.setdefault(event.seed, []).append(event.race_id)
             elif isinstance(event, EntrantRemoved) and event.race_id in self._races.hosts:
                 with contextlib.suppress(core.RaceError):
                     self._races.hosts[event.race_id].apply(core.Resign(event.entrant_id))
+            elif isinstance(event, EntrantRemoved) and event.race_id is not None:
+                self._races.resign_elsewhere(event.entrant_id, event.race_id)
+        for race_ids in deals.values():
+            self._races.place_round(tournament.tournament_id, race_ids)
         out = list(first)
         if reply is not None:
             session_id, you, reply_to = reply
