@@ -92,7 +92,7 @@ import msgpack
 
 from bench.wire import Closed, Frames, HandshakeFailed, WireClient, connect
 from cli.server_commands import LOOPS, event_loop_factory
-from client.connection import DEFAULT_BACKOFF
+from client.connection import DEFAULT_BACKOFF, OPEN_TIMEOUT
 from engine.board import Board
 from engine.cards import DECK, deal_ids
 from protocol import (
@@ -363,20 +363,27 @@ class ResumingClient(Frames):
         await self.ws.close()
 
     async def _resume(self) -> bool:
-        """Connect to the next nodes in turn until one resumes the session; whether one
-        did (never once the run is over)."""
+        """Connect to the next nodes in turn until one resumes the session, by the
+        terminal client's rules (``client.connection``: its backoff's waits between
+        rounds of the nodes, the next node at once within a round, its open timeout);
+        whether one did (never once the run is over)."""
         generator = self.generator
         urls = generator.urls
-        for delay in DEFAULT_BACKOFF.delays():
+        for delay in DEFAULT_BACKOFF.waits(len(urls)):
             if generator.stop.is_set():
                 return False
             self.node = (self.node + 1) % len(urls)
             await asyncio.sleep(delay)
             try:
-                ws = await connect(urls[self.node] + "/", generator.settings.connect_timeout)
-                await ws.send(encode(self.hello))
-                answer = msgpack.unpackb(await ws.recv())
+                ws = await connect(urls[self.node] + "/", OPEN_TIMEOUT)
             except (OSError, HandshakeFailed, Closed, TimeoutError):
+                continue
+            try:
+                await ws.send(encode(self.hello))
+                answer = msgpack.unpackb(await asyncio.wait_for(ws.recv(), OPEN_TIMEOUT))
+            except (Closed, TimeoutError):
+                if ws.transport is not None:
+                    ws.transport.abort()  # no answer in time: this attempt failed
                 continue
             if answer.get("type") != "welcome":
                 generator.error(f"resume:{answer.get('code', answer.get('type'))}")
