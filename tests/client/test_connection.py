@@ -86,18 +86,18 @@ async def test_a_lost_connection_tries_the_next_address_and_after_a_refusal_the_
 
     connection = Connection([live_server.url, dead], "ann", sleep=sleep,
                             backoff=Backoff(first=0.5, jitter=0))
-    welcomes = 0
+    welcomes: list[Welcome] = []
     async for message in connection.messages():
         if not isinstance(message, Welcome):
             continue
-        welcomes += 1
-        if welcomes == 2:
+        welcomes.append(message)
+        if len(welcomes) == 2:
             break
         assert live_server.server is not None
         for server_side in list(live_server.server.socket_tier.connections):
             server_side.transport.abort()  # the connection is lost, not closed
     await connection.close()
-    assert message.resumed
+    assert welcomes[1].resumed
     assert waited == [0.5, 0.0]
     assert connection.reconnects == 2
 

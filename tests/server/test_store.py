@@ -22,6 +22,7 @@ from server.journal import (
     PlayerRecord,
     PlayerSeen,
     RaceOpened,
+    Record,
     Recovered,
     ResultRecord,
     StoppedWatching,
@@ -167,7 +168,7 @@ async def test_a_crowd_starting_to_watch_is_written_in_its_order_with_the_moves(
     store = await open_at()
     await store.write(RaceOpened("R1", "s", OPTIONS, None, 0.0))
     committed = store.batches_committed  # type: ignore[attr-defined]
-    records = [
+    records: list[Record] = [
         *(Watching(f"s{n}", "R1") for n in range(50)),
         Watching("eve", "R1"), Watching("eve", "R2"), Watching("eve", "R1"),
         *moves("R1", 1, 3),
