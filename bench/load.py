@@ -92,7 +92,8 @@ import msgpack
 
 from bench.wire import Closed, Frames, HandshakeFailed, WireClient, connect
 from cli.server_commands import LOOPS, event_loop_factory
-from client.connection import DEFAULT_BACKOFF
+from client.bot_runner import RATE_LIMIT_PAUSE
+from client.connection import DEFAULT_BACKOFF, OPEN_TIMEOUT
 from engine.board import Board
 from engine.cards import DECK, deal_ids
 from protocol import (
@@ -136,6 +137,10 @@ PROGRESS_SAMPLE = 100
 PR_SET_PDEATHSIG = 1
 #: Seconds a racer waits before sending a place again that the server refused for rate.
 RATE_BACKOFF = 0.1
+#: The refusals of a ``place`` after which a racer sends it again, and how many seconds
+#: after: for rate, and when races cannot be served for a moment (``unavailable``: the
+#: store cannot be reached, the race is being taken over), after the bots' pause.
+RESEND_AFTER = {"rate_limited": RATE_BACKOFF, "unavailable": RATE_LIMIT_PAUSE}
 #: The msgpack encoding of the ``type`` key (a 4-byte fixstr); its value follows it.
 TYPE_KEY = b"\xa4type"
 #: What a racer reads in full once it is in a race; anything else is about other racers.
@@ -363,20 +368,27 @@ class ResumingClient(Frames):
         await self.ws.close()
 
     async def _resume(self) -> bool:
-        """Connect to the next nodes in turn until one resumes the session; whether one
-        did (never once the run is over)."""
+        """Connect to the next nodes in turn until one resumes the session, by the
+        terminal client's rules (``client.connection``: its backoff's waits between
+        rounds of the nodes, the next node at once within a round, its open timeout);
+        whether one did (never once the run is over)."""
         generator = self.generator
         urls = generator.urls
-        for delay in DEFAULT_BACKOFF.delays():
+        for delay in DEFAULT_BACKOFF.waits(len(urls)):
             if generator.stop.is_set():
                 return False
             self.node = (self.node + 1) % len(urls)
             await asyncio.sleep(delay)
             try:
-                ws = await connect(urls[self.node] + "/", generator.settings.connect_timeout)
-                await ws.send(encode(self.hello))
-                answer = msgpack.unpackb(await ws.recv())
+                ws = await connect(urls[self.node] + "/", OPEN_TIMEOUT)
             except (OSError, HandshakeFailed, Closed, TimeoutError):
+                continue
+            try:
+                await ws.send(encode(self.hello))
+                answer = msgpack.unpackb(await asyncio.wait_for(ws.recv(), OPEN_TIMEOUT))
+            except (Closed, TimeoutError):
+                if ws.transport is not None:
+                    ws.transport.abort()  # no answer in time: this attempt failed
                 continue
             if answer.get("type") != "welcome":
                 generator.error(f"resume:{answer.get('code', answer.get('type'))}")
@@ -754,11 +766,12 @@ class Generator:
                 break
             elif kind == "error":
                 self.error(message.get("code", "?"), message.get("message", ""))
-                if message.get("code") == "rate_limited" and card is not None:
+                pause = RESEND_AFTER.get(message.get("code", ""))
+                if pause is not None and card is not None:
                     # The place was refused, not played: as a client would, wait a
                     # moment and send it again, rather than wait for a card forever.
                     task = asyncio.create_task(
-                        self._place(ws, card, board, race_id, you, rng, RATE_BACKOFF))
+                        self._place(ws, card, board, race_id, you, rng, pause))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
         self.racing.pop(ws, None)

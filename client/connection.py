@@ -12,6 +12,7 @@ with :class:`ConnectionFailed`, whose message is a sentence, never a traceback.
 from __future__ import annotations
 
 import asyncio
+import random
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -104,25 +105,53 @@ class _StaleToken(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Waits between reconnection attempts: ``first``, doubling, at most ``ceiling``.
+    """Waits between rounds of reconnection attempts: ``first``, doubling, at most
+    ``ceiling``, each shortened by a random share of up to ``jitter`` of it.
 
-    >>> list(Backoff(first=0.5, ceiling=3.0, attempts=5).delays())
+    The jitter is for the many: when a node of a cluster dies, every client it held loses
+    its connection in the same instant, and without it they would all knock on the next
+    node together, again and again at the same doubling delays.
+
+    >>> list(Backoff(first=0.5, ceiling=3.0, attempts=5, jitter=0).delays())
     [0.5, 1.0, 2.0, 3.0, 3.0]
+    >>> list(Backoff(first=0.5, ceiling=3.0, attempts=3).delays(draw=lambda: 1.0))
+    [0.25, 0.5, 1.0]
     """
 
     first: float = 0.5
     ceiling: float = 8.0
     attempts: int = 10
+    """Rounds of attempts (each tries every address once: :meth:`waits`)."""
+    jitter: float = 0.5
 
-    def delays(self) -> Iterator[float]:
-        """One delay per attempt allowed."""
+    def delays(self, draw: Callable[[], float] = random.random) -> Iterator[float]:
+        """One delay per round allowed; ``draw`` gives a number in [0, 1) for each."""
         delay = self.first
         for _ in range(self.attempts):
-            yield min(delay, self.ceiling)
+            yield min(delay, self.ceiling) * (1.0 - self.jitter * draw())
             delay *= 2
+
+    def waits(self, addresses: int, draw: Callable[[], float] = random.random
+              ) -> Iterator[float]:
+        """The wait before each attempt of a reconnection that tries ``addresses``
+        addresses in turn: a delay (:meth:`delays`) before the first of each round, and
+        none before the others. An address that fails is most often a node that died
+        (refused at once), so the next one is tried without waiting; the waits double
+        only once every address has failed.
+
+        >>> list(Backoff(first=0.5, attempts=3, jitter=0).waits(2))
+        [0.5, 0.0, 1.0, 0.0, 2.0, 0.0]
+        """
+        for delay in self.delays(draw):
+            yield delay
+            for _ in range(addresses - 1):
+                yield 0.0
 
 
 DEFAULT_BACKOFF = Backoff()
+#: Seconds to open a connection (TCP, the websocket upgrade) and to be answered ``hello``
+#: before the attempt counts as failed and the next address is tried.
+OPEN_TIMEOUT = 5.0
 
 Sleep = Callable[[float], Awaitable[None]]
 StateListener = Callable[[LinkState, str], None]
@@ -150,7 +179,7 @@ class Connection:
         backoff: Backoff = DEFAULT_BACKOFF,
         sleep: Sleep = asyncio.sleep,
         on_state: StateListener | None = None,
-        open_timeout: float = 5.0,
+        open_timeout: float = OPEN_TIMEOUT,
         protocol_version: int = PROTOCOL_VERSION,
         ca_file: str | None = None,
         resume: str | None = None,
@@ -195,7 +224,7 @@ class Connection:
         """Every message from the server, across reconnections; ``welcome`` comes first
         (again after each resume). Raises :class:`ConnectionFailed` when it must stop.
         """
-        delays = self.backoff.delays()
+        delays = self.backoff.waits(len(self.urls))
         self._set_state(LinkState.CONNECTING, f"Connecting to {self.url}…")
         untried = len(self.urls)
         """Addresses not yet tried since the last welcome (the first connection tries
@@ -212,7 +241,7 @@ class Connection:
                     **self._tls[self.url],
                 ) as socket:
                     welcome = await self._greet(socket)
-                    delays = self.backoff.delays()
+                    delays = self.backoff.waits(len(self.urls))
                     untried = len(self.urls)
                     self._socket = socket
                     self._set_state(LinkState.ONLINE, f"Connected to {self.url} as {welcome.name}.")
@@ -247,10 +276,13 @@ class Connection:
                 self._set_state(LinkState.CLOSED, "")
                 raise ConnectionFailed(
                     f"Lost the connection to {self.url} and could not get it back "
-                    f"after {self.backoff.attempts} tries."
+                    f"after {self.backoff.attempts * len(self.urls)} tries."
                 ) from None
             lost = f"{refusal} Trying again" if refusal else "Connection lost; trying again"
-            self._set_state(LinkState.RECONNECTING, f"{lost} in {delay:.1f} s…")
+            if delay > 0:
+                self._set_state(LinkState.RECONNECTING, f"{lost} in {delay:.1f} s…")
+            else:
+                self._set_state(LinkState.RECONNECTING, f"{lost} at {self.url}…")
             await self.sleep(delay)
             self.reconnects += 1
         self._set_state(LinkState.CLOSED, "Disconnected.")

@@ -195,6 +195,7 @@ class RaceServer:
             close_timeout=self.config.close_timeout,
             create_connection=RaceConnection,
             ssl=tls,
+            backlog=self.config.listen_backlog,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         if self.config.metrics_port is not None:

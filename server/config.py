@@ -132,6 +132,13 @@ class ServerConfig:
     max_connections: int = 10_000
     """Open websocket connections, in all (0: no cap). Past it an upgrade is refused with
     HTTP 503. The load goal is 5,000 racers, each with a connection, plus spectators."""
+    listen_backlog: int = 1024
+    """Connections the kernel completes and queues for the server before it accepts them
+    (the listening socket's backlog; the kernel caps it at ``net.core.somaxconn``). When a
+    node dies its clients all resume on the others within a moment, hundreds at once,
+    while the survivor is busy taking its races over: past the backlog the kernel drops
+    their handshakes and each client's TCP retries them 1, 3, 7 s later (asyncio's
+    default, 100, made the tail of a failover; see docs/performance.md, *Failover*)."""
     max_connections_per_address: int = 100
     """Open websocket connections from one client address (0: no cap); past it an upgrade
     is refused with HTTP 429. An IPv6 address counts as its /64 (one host or household).

@@ -56,6 +56,7 @@ from server.journal import (
     RaceOpened,
     Record,
     Recovered,
+    Watching,
     command_to_json,
     player_from_row,
     recovered_from,
@@ -240,6 +241,13 @@ _INSERT_COMMANDS = _RUN.format(fence="")
 #: runs once, before any row is inserted, and its error refuses the whole statement.
 _INSERT_FENCED_COMMANDS = (
     "WITH fence AS (" + _FENCE + ") " + _RUN.format(fence="fence, ")
+)
+#: Sessions that start watching races, as one statement (in their order; one already
+#: watching its race is left as it is, as :func:`~server.journal.statements_of` does).
+_INSERT_WATCHING = (
+    "INSERT INTO watching (player_id, race_id)"
+    " SELECT player_id, race_id FROM unnest(%b::text[], %b::text[])"
+    " WITH ORDINALITY AS run(player_id, race_id, n) ORDER BY n ON CONFLICT DO NOTHING"
 )
 _INSERT_RACE = (
     "INSERT INTO races (race_id, code, seed, options, tournament_id, created_at)"
@@ -1160,14 +1168,26 @@ async def _write_transaction(
         cursor = connection.cursor()
         if fences:
             await cursor.execute(_FENCE, _fence_arrays(fences))
+        # Runs of commands, and of spectators starting to watch (hundreds a second when a
+        # crowd comes to a big race), are one statement each, in their place in the order.
         run: list[CommandRecord] = []
+        watchers: list[Watching] = []
         for record in records:
             if type(record) is CommandRecord:
+                if watchers:
+                    await _insert_watching(cursor, watchers)
+                    watchers = []
                 run.append(record)
                 continue
             if run:
                 await _insert_commands(cursor, run)
                 run = []
+            if type(record) is Watching:
+                watchers.append(record)
+                continue
+            if watchers:
+                await _insert_watching(cursor, watchers)
+                watchers = []
             if isinstance(record, RaceOpened):
                 await cursor.execute(_INSERT_RACE, (
                     record.race_id, record.code, record.seed,
@@ -1179,6 +1199,16 @@ async def _write_transaction(
                 await cursor.execute(_sql(sql), parameters)
         if run:
             await _insert_commands(cursor, run)
+        if watchers:
+            await _insert_watching(cursor, watchers)
+
+
+async def _insert_watching(
+    cursor: psycopg.AsyncCursor[tuple[Any, ...]], run: list[Watching]
+) -> None:
+    """A run of sessions starting to watch races as one INSERT of two arrays."""
+    await cursor.execute(_INSERT_WATCHING, ([watching.player_id for watching in run],
+                                            [watching.race_id for watching in run]))
 
 
 async def _insert_commands(

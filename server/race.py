@@ -426,6 +426,10 @@ class _Racer:
     finish_time: float | None = None
     shown: Game | None = None
     """The board as spectators last saw it, advanced move by move behind the fog."""
+    fogged: BoardView | None = None
+    """The board a new spectator was last shown (:meth:`Race._fogged_board`): the same
+    until the racer's visible moves change, so a view of a race of 1,000 replays only the
+    few boards that moved since the last view, not all of them."""
     out_at: float | None = None
     """While the racer is away mid-race: when it is counted out."""
     counts: bytearray = field(default_factory=lambda: bytearray(2))
@@ -1220,10 +1224,22 @@ class Race:
         return board_view(racer.racer_id, racer.shown)
 
     def _fogged_board(self, racer: _Racer, fog: int | None) -> BoardView:
-        game = Game(self._stock, self.options.ruleset, self.seed)
-        for move in racer.game.moves[: self._visible_moves(racer, fog)]:
-            game.play(move)
-        return board_view(racer.racer_id, game)
+        """Racer's board as a new spectator may see it: its first visible moves, replayed
+        on a fresh game unless the last one built, or the spectators' copy, is that far."""
+        visible = self._visible_moves(racer, fog)
+        kept = racer.fogged
+        if kept is not None and kept.cards_played == visible:
+            return kept
+        shown = racer.shown
+        if shown is not None and shown.cards_played == visible:
+            view = board_view(racer.racer_id, shown)
+        else:
+            game = Game(self._stock, self.options.ruleset, self.seed)
+            for move in racer.game.moves[:visible]:
+                game.play(move)
+            view = board_view(racer.racer_id, game)
+        racer.fogged = view
+        return view
 
     def _finish(self, now: float) -> list[Send]:
         self.phase = Phase.FINISHED

@@ -8,7 +8,8 @@ import pytest
 
 from client.connection import Backoff, Connection, ConnectionFailed, LinkState
 from client.wording import describe_error
-from protocol import Error, ErrorCode
+from protocol import Error, ErrorCode, Welcome
+from tests.conftest import LiveServer
 
 
 def free_port() -> int:
@@ -49,7 +50,56 @@ async def test_a_bad_address_is_a_sentence() -> None:
 
 
 def test_backoff_doubles_up_to_its_ceiling() -> None:
-    assert list(Backoff(first=1.0, ceiling=5.0, attempts=4).delays()) == [1.0, 2.0, 4.0, 5.0]
+    backoff = Backoff(first=1.0, ceiling=5.0, attempts=4, jitter=0)
+    assert list(backoff.delays()) == [1.0, 2.0, 4.0, 5.0]
+
+
+def test_backoff_spreads_each_delay_over_its_jitter() -> None:
+    """The clients of a node that died do not all come back in the same instant: each
+    delay is shortened by a random share of up to ``jitter`` of it, never lengthened."""
+    backoff = Backoff(first=1.0, ceiling=5.0, attempts=4, jitter=0.5)
+    assert list(backoff.delays(draw=lambda: 0.0)) == [1.0, 2.0, 4.0, 5.0]
+    assert list(backoff.delays(draw=lambda: 0.5)) == [0.75, 1.5, 3.0, 3.75]
+    drawn = [delay for _ in range(200) for delay in backoff.delays()]
+    assert len(set(drawn)) > 4  # drawn at random, not four values again and again
+    bounds = [1.0, 2.0, 4.0, 5.0] * 200
+    assert all(bound / 2 <= delay <= bound for delay, bound in zip(drawn, bounds, strict=True))
+
+
+def test_backoff_waits_only_between_rounds_of_addresses() -> None:
+    backoff = Backoff(first=1.0, ceiling=5.0, attempts=3, jitter=0)
+    assert list(backoff.waits(3)) == [1.0, 0.0, 0.0, 2.0, 0.0, 0.0, 4.0, 0.0, 0.0]
+    assert list(backoff.waits(1)) == [1.0, 2.0, 4.0]
+
+
+async def test_a_lost_connection_tries_the_next_address_and_after_a_refusal_the_one_after_at_once(
+    live_server: LiveServer,
+) -> None:
+    """A cluster of two nodes, one dead: the client, cut off from the live one, tries the
+    next address (the dead node) after the round's delay, and when it is refused goes
+    back to the live node at once, not after a doubled delay."""
+    dead = f"ws://127.0.0.1:{free_port()}"
+    waited: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waited.append(seconds)
+
+    connection = Connection([live_server.url, dead], "ann", sleep=sleep,
+                            backoff=Backoff(first=0.5, jitter=0))
+    welcomes: list[Welcome] = []
+    async for message in connection.messages():
+        if not isinstance(message, Welcome):
+            continue
+        welcomes.append(message)
+        if len(welcomes) == 2:
+            break
+        assert live_server.server is not None
+        for server_side in list(live_server.server.socket_tier.connections):
+            server_side.transport.abort()  # the connection is lost, not closed
+    await connection.close()
+    assert welcomes[1].resumed
+    assert waited == [0.5, 0.0]
+    assert connection.reconnects == 2
 
 
 @pytest.mark.parametrize(

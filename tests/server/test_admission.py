@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import select
+import time
 import urllib.request
 from pathlib import Path
+from socket import SO_ERROR, SOL_SOCKET
+from socket import socket as tcp_socket
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
@@ -132,3 +136,40 @@ async def test_new_sessions_per_address_are_capped_and_resumes_are_not(tmp_path:
             assert isinstance(welcome, Welcome) and welcome.resumed
         lines = await metrics(live)
         assert lines[("foursquare_refused_total", (("reason", "new_sessions_per_address"),))] == 1
+
+
+#: Clients arriving at once: three times asyncio's own default backlog (100), within
+#: the server's (``ServerConfig.listen_backlog``) and Linux's default ``somaxconn`` (4,096).
+STORM = 300
+
+
+async def test_a_storm_of_connections_waits_in_the_backlog_while_the_server_is_busy(
+    tmp_path: Path,
+) -> None:
+    """A node's clients resuming all at once on a survivor busy taking its races over:
+    every TCP handshake completes and waits to be accepted, none is dropped for the
+    kernel's TCP to retry seconds later."""
+    async with start_live_server(fast_config(tmp_path / "db")) as live:
+        assert live.server is not None
+        port = live.server.port
+        storm = [tcp_socket() for _ in range(STORM)]
+        try:
+            for client in storm:
+                client.setblocking(False)
+                client.connect_ex(("127.0.0.1", port))
+            # The event loop does not run until this test awaits again: the server
+            # accepts nothing meanwhile, as when its loop is busy, and every connection
+            # the kernel completes waits in the listening socket's backlog. A handshake
+            # dropped past the backlog stays unconnected (its SYN is retried after 1 s,
+            # and dropped again while the backlog is full), so the deadline only bounds
+            # how long a failing run takes.
+            connecting = set(storm)
+            deadline = time.monotonic() + 3.0
+            while connecting and time.monotonic() < deadline:
+                _, writable, _ = select.select([], list(connecting), [], 0.1)
+                connecting -= {client for client in writable
+                               if client.getsockopt(SOL_SOCKET, SO_ERROR) == 0}
+            assert len(connecting) == 0, f"{len(connecting)} of {STORM} handshakes dropped"
+        finally:
+            for client in storm:
+                client.close()

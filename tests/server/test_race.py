@@ -36,6 +36,7 @@ from server.race import (
     Send,
     SharedDeal,
     Tick,
+    board_view,
 )
 from tests.server.known_games import LOST_SEED, WON_SEED, conformance_game
 
@@ -339,6 +340,36 @@ def test_without_fog_spectators_see_every_move_at_once() -> None:
     race.add_spectator()
     sends = race.place("p0", 1, (0, 0), now=11.0) + race.place("p0", 2, (0, 1), now=12.0)
     assert spectator_boards(sends)[-1].boards[0].cards_played == 2
+
+
+@pytest.mark.parametrize("fog", [True, False])
+def test_a_new_spectators_boards_are_each_racers_visible_moves_replayed(fog: bool) -> None:
+    """The view kept from one spectator to the next (each board rebuilt only when the
+    racer's visible moves changed) shows what a fresh replay of those moves shows."""
+    options = dataclasses.replace(OPEN, fog=fog, max_racers=8)
+    race = started_race(options=options, racers=4)
+    rng = random.Random(7)
+    now = 10.0
+    for step in range(120):
+        racer_id = f"p{rng.randrange(4)}"
+        game = race._racers[racer_id].game
+        if phase(race) is not Phase.RUNNING:
+            break
+        if game.card is not None and race._racers[racer_id].outcome is None:
+            now += 0.05
+            race.place(racer_id, game.cards_played + 1, rng.choice(game.legal_moves()), now)
+        if step % 3 == 0:
+            race.add_spectator()  # (its boards are kept up to date while anyone watches)
+        (view,) = [e for e in race.spectator_view(now) if isinstance(e, Boards)]
+        for board in view.boards:
+            racer = race._racers[board.racer_id]
+            visible = racer.game.cards_played if view.fog_line is None else min(
+                racer.game.cards_played, view.fog_line)
+            fresh = Game(racer.game.stock, options.ruleset, race.seed)
+            for move in racer.game.moves[:visible]:
+                fresh.play(move)
+            assert board == board_view(board.racer_id, fresh)
+    assert race.fog_line is None or fog
 
 
 def drawn(race: Race, racer_id: str) -> set[Card]:

@@ -22,6 +22,7 @@ from server.journal import (
     PlayerRecord,
     PlayerSeen,
     RaceOpened,
+    Record,
     Recovered,
     ResultRecord,
     StoppedWatching,
@@ -158,6 +159,32 @@ async def test_what_one_loop_iteration_submits_is_one_transaction(open_at: Opene
     recovered = await store.recover()
     assert commands_of(recovered, "R1") == [r.command for r in moves("R1", 1, 400)]
     assert commands_of(recovered, "R2") == [r.command for r in moves("R2", 1, 3)]
+
+
+async def test_a_crowd_starting_to_watch_is_written_in_its_order_with_the_moves(
+    open_at: Opener,
+) -> None:
+    """Spectators starting and stopping to watch, a session twice in one run, and moves
+    between them, all in one transaction: what is recovered is what they did, in order."""
+    store = await open_at()
+    await store.write(RaceOpened("R1", "s", OPTIONS, None, 0.0))
+    committed = store.batches_committed  # type: ignore[attr-defined]
+    records: list[Record] = [
+        *(Watching(f"s{n}", "R1") for n in range(50)),
+        Watching("eve", "R1"), Watching("eve", "R2"), Watching("eve", "R1"),
+        *moves("R1", 1, 3),
+        StoppedWatching("eve", ("R1",)), StoppedWatching("s3", ("R1",)),
+        Watching("eve", "R1"), *moves("R1", 4, 2), Watching("s3", "R2"),
+    ]
+    await asyncio.gather(*(store.write(record) for record in records))
+    assert store.batches_committed == committed + 1  # type: ignore[attr-defined]
+    recovered = await store.recover()
+    assert recovered.watching == (
+        *(Watching(f"s{n}", "R1") for n in range(50) if n != 3),
+        Watching("eve", "R2"), Watching("eve", "R1"), Watching("s3", "R2"),
+    )
+    assert commands_of(recovered, "R1") == [r.command for r in moves("R1", 1, 5)]
+    await store.aclose()
 
 
 async def test_a_finished_race_leaves_its_result_not_its_commands(

@@ -11,8 +11,11 @@ import { serverClock } from "./dom.js";
 export const PROTOCOL_VERSION = 1;
 export const CLIENT_NAME = "foursquare-web/0.1";
 
-/** Seconds between tries to reconnect, then the last one again and again. */
+/** Seconds between tries to reconnect, then the last one again and again; each wait is
+ * shortened by a random share of up to JITTER of it, so that the pages of a server (or
+ * a cluster's node) that went away do not all come back in the same instant. */
 const BACKOFF = [0.25, 0.5, 1, 2, 4, 8];
+const JITTER = 0.5;
 
 /** Close codes after which trying again cannot help, with what to tell the person. */
 const FINAL_CLOSES = {
@@ -137,10 +140,10 @@ export class Connection {
       this.onStatus("closed", FINAL_CLOSES[code]);
       return;
     }
-    const delay = BACKOFF[Math.min(this.tries, BACKOFF.length - 1)];
+    const delay = BACKOFF[Math.min(this.tries, BACKOFF.length - 1)] * (1 - JITTER * Math.random());
     this.tries += 1;
     this.onStatus(this.welcome ? "reconnecting" : "connecting",
-      `The connection dropped; trying again in ${delay < 1 ? "a moment" : `${delay} s`}.`);
+      `The connection dropped; trying again in ${delay < 1 ? "a moment" : `${delay.toFixed(1)} s`}.`);
     setTimeout(() => { if (!this.closed) this.open(); }, delay * 1000);
   }
 
