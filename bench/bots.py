@@ -85,13 +85,20 @@ class Record:
         ]
 
 
+def mean_par(pars: list[Par]) -> float | None:
+    """The mean par of ``pars`` (an unproven par counts as its lower bound), if any."""
+    return statistics.mean(p.score or 0 for p in pars) if pars else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", type=int, default=1000, help="deals for random and greedy")
     parser.add_argument(
         "--strong-games", type=int, default=1000, help="deals for expectimax (the slow one)"
     )
-    parser.add_argument("--budget", type=float, default=0.1, help="expectimax seconds per move")
+    parser.add_argument(
+        "--budget", type=float, default=0.25, help="expectimax seconds per move at most"
+    )
     parser.add_argument(
         "--par-budget", type=float, default=0.5, help="solver seconds per deal for the gap to par"
     )
@@ -106,6 +113,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--first", type=int, default=0, help="the first deal's number (seeds bots-FIRST on)"
+    )
+    parser.add_argument(
+        "--progress", type=int, default=0, help="print the figures so far every N deals"
     )
     parser.add_argument("--write", action="store_true", help="update docs/performance.md")
     args = parser.parse_args()
@@ -129,16 +139,21 @@ def main() -> None:
     ]
     most = max(games for _, _, games in plans)
     seeds = [f"bots-{args.first + i}" for i in range(most)]
-    pars = [solve(deal(seed), budget=args.par_budget, clock=time.process_time) for seed in seeds]
-    rows = []
-    for label, bot, games in plans:
-        record = Record(label)
-        for seed, deal_par in zip(seeds[:games], pars, strict=False):
-            record.play(bot, seed, deal_par)
-        won_pars = [p.score or 0 for p in pars[:games]]
-        mean_par = statistics.mean(won_pars) if games else None
-        print(record.row(mean_par), flush=True)
-        rows.append(record.row(mean_par))
+    records = [Record(label) for label, _, _ in plans]
+    pars: list[Par] = []
+    # Deal by deal, every strategy on it in turn: a run stopped early has its figures on
+    # the same deals for all of them (printed every --progress deals).
+    for number, seed in enumerate(seeds, 1):
+        pars.append(solve(deal(seed), budget=args.par_budget, clock=time.process_time))
+        for record, (_, bot, games) in zip(records, plans, strict=True):
+            if number <= games:
+                record.play(bot, seed, pars[-1])
+        if args.progress and number % args.progress == 0 and number < most:
+            for record in records:
+                print(number, record.row(mean_par(pars[: record.games])), flush=True)
+    rows = [record.row(mean_par(pars[: record.games])) for record in records]
+    for row in rows:
+        print(row, flush=True)
     header = [
         "strategy", "deals", "wins", "mean score", "gap to par", "gap on won deals",
         "CPU ms/move", "wall ms/move", "slowest wall ms",

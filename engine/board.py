@@ -288,6 +288,33 @@ class Board:
             face_up & ~self.at_most[rank - 1],
         )
 
+    def flip_table(self, ranks: list[int]) -> list[tuple[int, list[int]]]:
+        """For each target (reading order), the piles each of ``ranks`` would turn over
+        there: :meth:`flips` for a whole chance node at once.
+
+        A look-ahead's last ply asks this of every target for every rank class, millions
+        of times a game; the rule is :func:`flipped_by`'s, with the masks that depend
+        only on the target or only on the rank computed once each.
+        """
+        occupied, geo, at_most = self.occupied, self.layout, self.at_most
+        face_up = occupied & ~self.down
+        bounds = [(face_up & at_most[rank], face_up & ~at_most[rank - 1]) for rank in ranks]
+        row_others, col_others = geo.row_others, geo.col_others
+        table = []
+        for cell in self.targets():
+            row, col = row_others[cell], col_others[cell]
+            row_piles, col_piles = row & occupied, col & occupied
+            flipped = []
+            for not_above, not_below in bounds:
+                # flipped_by, inlined: a line triggers unless it holds face-up tops both
+                # at most and at least the card.
+                turned = 0 if row & not_above and row & not_below else row_piles
+                if not (col & not_above and col & not_below):
+                    turned |= col_piles
+                flipped.append(turned)
+            table.append((cell, flipped))
+        return table
+
     def after(self, cell: int, rank: int) -> tuple[int, int, int]:
         """The ``(occupied, down, full)`` masks after placing ``rank`` on ``cell``,
         leaving the board as it is."""

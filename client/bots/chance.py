@@ -23,27 +23,25 @@ def next_card_value(board: Board, table: ValueTable, counts: list[int], cards_le
     there (:meth:`Board.flips`), and each target's value is looked up once per such set,
     whatever the number of rank classes sharing it.
     """
-    value, flips = table.value, board.flips
+    value = table.value
     occupied, down, full, height = board.occupied, board.down, board.full, board.height
     capacity = board.capacity
     cards_after = cards_left - 1
-    places = []
-    for cell in board.targets():
+    classes = rank_classes(board, counts)
+    best = [float("-inf")] * len(classes)
+    for cell, flipped in board.flip_table([rank for rank, _ in classes]):
         bit = 1 << cell
+        grown, down_after = occupied | bit, down & ~bit
         full_after = full | bit if height[cell] + 1 >= capacity else full
+        # At most four outcomes a target (its row triggered or not, its column too).
         seen: dict[int, float] = {}
-        places.append((cell, occupied | bit, down & ~bit, full_after, seen))
-    expected = 0.0
-    for rank, weight in rank_classes(board, counts):
-        best = float("-inf")
-        for cell, grown, down_after, full_after, seen in places:
-            flipped = flips(cell, rank)
-            result = seen.get(flipped)
+        for index, turned in enumerate(flipped):
+            result = seen.get(turned)
             if result is None:
-                result = seen[flipped] = value(grown, down_after ^ flipped, full_after, cards_after)
-            if result > best:
-                best = result
-        expected += weight * best
+                result = seen[turned] = value(grown, down_after ^ turned, full_after, cards_after)
+            if result > best[index]:
+                best[index] = result
+    expected = sum(weight * top for (_, weight), top in zip(classes, best, strict=True))
     return expected / sum(counts)
 
 
@@ -54,16 +52,17 @@ def rank_classes(board: Board, counts: list[int]) -> list[tuple[int, int]]:
     rank of a class gives the same values (the trigger test compares with face-up ranks
     only), so any representative would do.
     """
-    face_up_ranks = board.face_up_ranks()
+    face_up, at_most = board.occupied & ~board.down, board.at_most
     classes: dict[int, tuple[int, int]] = {}
+    below = 0  # distinct face-up ranks below ``rank``
     for rank in range(1, len(counts)):
+        is_up = bool(face_up & at_most[rank] & ~at_most[rank - 1])
         count = counts[rank]
-        if not count:
-            continue
-        below = sum(1 for other in face_up_ranks if other < rank)
-        key = 2 * below + (rank in face_up_ranks)
-        representative, total = classes.get(key, (rank, 0))
-        if count > counts[representative]:
-            representative = rank
-        classes[key] = (representative, total + count)
+        if count:
+            key = 2 * below + is_up
+            representative, total = classes.get(key, (rank, 0))
+            if count > counts[representative]:
+                representative = rank
+            classes[key] = (representative, total + count)
+        below += is_up
     return list(classes.values())

@@ -55,7 +55,7 @@ class ExpectimaxStrategy:
 
     def __init__(
         self,
-        budget: float = 0.1,
+        budget: float = 0.25,
         max_depth: int = 3,
         beam: int = 7,
         root_beam: int = 16,

@@ -27,6 +27,10 @@ def test_board_follows_the_engine_through_random_games(rules: Ruleset) -> None:
             assert [board.position(cell) for cell in targets] == game.legal_moves()
             every_cell = range(len(board.rank))
             assert [cell for cell in every_cell if board.is_target(cell)] == targets
+            ranks = rng.sample(range(1, 11), rng.randint(1, 10))
+            assert board.flip_table(ranks) == [
+                (target, [board.flips(target, rank) for rank in ranks]) for target in targets
+            ]
             cell = rng.choice(targets)
             rank = game.card.rank if game.card else 0
             predicted = board.after(cell, rank)
