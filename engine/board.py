@@ -72,6 +72,8 @@ class Layout:
     regions: dict[Box, int] = field(default_factory=dict)
     triggers: dict[int, int | None] = field(default_factory=dict)
     """:func:`mask_triggers` answers already found, by ``(occupied, down)``."""
+    repairs: dict[int, frozenset[int]] = field(default_factory=dict)
+    """:func:`repairable_patterns` answers already found, by ``occupied``."""
 
     @property
     def centre(self) -> int:
@@ -417,6 +419,44 @@ def triggers_needed(board: Board) -> int | None:
     if not board.down:
         return 0
     return mask_triggers(board.layout, board.occupied, board.down)
+
+
+#: :func:`repairable_patterns` answers a layout keeps before it forgets them (a 4 x 4 box
+#: has about 10,000 piles masks that play can reach, each with at most 128 patterns).
+_REPAIRS_KEPT = 1 << 15
+
+
+def repairable_patterns(geo: Layout, occupied: int) -> frozenset[int]:
+    """Every face-down mask on the piles ``occupied`` that row and column triggers can
+    turn up when no card is stacked (see :func:`repairable`; remembered in ``geo``).
+
+    Those masks are the XOR sums of the piles of lines that are not full (a set of
+    triggered lines turns up exactly the tops that an odd number of them cover), so
+    they form a vector space over GF(2): found once for the piles, it answers every
+    face-down pattern on them with one set lookup, where :func:`mask_triggers` tries
+    every choice of row bits for each pattern.
+    """
+    known = geo.repairs.get(occupied)
+    if known is not None:
+        return known
+    size = geo.size
+    basis: list[int] = []
+    for line in (*geo.row_masks, *geo.col_masks):
+        piles = line & occupied
+        if not piles or piles.bit_count() == size:
+            continue  # no pile, or a full line: no card will trigger it
+        for vector in basis:
+            piles = min(piles, piles ^ vector)  # clear each basis vector's leading bit
+        if piles:
+            basis.append(piles)
+    patterns = [0]
+    for vector in basis:
+        patterns += [pattern ^ vector for pattern in patterns]
+    known = frozenset(patterns)
+    if len(geo.repairs) >= _REPAIRS_KEPT:
+        geo.repairs.clear()
+    geo.repairs[occupied] = known
+    return known
 
 
 #: :func:`mask_triggers` answers a layout keeps before it forgets them (tens of MB).

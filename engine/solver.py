@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from engine.board import Board, mask_triggers
+from engine.board import Board, mask_triggers, repairable_patterns
 from engine.cards import Card, deal
 from engine.game import Game, Position, Status
 from engine.heuristic import LOSS, WIN, evaluate
@@ -155,7 +155,7 @@ class _Search:
                 # so its face-down pattern must be repairable by triggers alone.
                 spare = remaining - 1 - (goal - piles)
                 if spare > 0 or (
-                    spare == 0 and (not down or mask_triggers(geo, occupied, down) is not None)
+                    spare == 0 and down in repairable_patterns(geo, occupied)
                 ):
                     children.append((face_down, -piles, cell))
         children.sort()

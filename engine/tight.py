@@ -25,12 +25,12 @@ from functools import cache
 
 from engine.board import (
     TOP_RANK,
-    TRIGGERS_UNKNOWN,
     Board,
     box_layout,
     cells_of,
     flipped_by,
     mask_triggers,
+    repairable_patterns,
 )
 
 #: Tight positions with fewer empty cells than this are not remembered when they fail:
@@ -145,7 +145,7 @@ class TightSearch:
         geo = self.geo
         cells, box, limit = geo.cells, geo.everything, self.limit
         row_others, col_others = geo.row_others, geo.col_others
-        known = geo.triggers.get  # mask_triggers' memo, read here first: it is cheaper
+        repairs = geo.repairs
         empty = box & ~occupied
         if occupied:
             targets = geo.neighbours(occupied) & empty
@@ -170,10 +170,10 @@ class TightSearch:
                     return ((cell, -1),)
                 continue
             if after:
-                needed = known(grown << cells | after, TRIGGERS_UNKNOWN)
-                if needed is None or (
-                    needed == TRIGGERS_UNKNOWN and mask_triggers(geo, grown, after) is None
-                ):
+                patterns = repairs.get(grown)
+                if patterns is None:
+                    patterns = repairable_patterns(geo, grown)
+                if after not in patterns:
                     continue
             children.append((face_down, cell, after))
         children.sort()
