@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from engine.board import Board, mask_triggers, repairable_patterns
+from engine.board import Board, repairable_patterns
 from engine.cards import Card, deal
 from engine.game import Game, Position, Status
 from engine.heuristic import LOSS, WIN, evaluate

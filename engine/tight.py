@@ -7,7 +7,7 @@ such box in turn and fills it, new piles only, on masks of the box alone (``n²`
 cell ``row * n + col`` of the box): the position is passed down the recursion as four
 integers, so a move costs no undo, and a position is the same wherever its box lies, so
 failures found in one box serve every translation of it. The bound that prunes is
-the parity bound (:func:`engine.board.mask_triggers`, on the box's own
+the parity bound (:func:`engine.board.repairable_patterns`, on the box's own
 :func:`~engine.board.box_layout`): with no card to stack, a pile's final face is its face
 now XOR one bit for its row and one for its column, full lines fixed at 0. A position's
 children are remembered under the masks they depend on (:meth:`TightSearch._moves`), and
@@ -29,7 +29,6 @@ from engine.board import (
     box_layout,
     cells_of,
     flipped_by,
-    mask_triggers,
     repairable_patterns,
 )
 
@@ -143,7 +142,7 @@ class TightSearch:
         why :meth:`_search` remembers the answer under them.
         """
         geo = self.geo
-        cells, box, limit = geo.cells, geo.everything, self.limit
+        box, limit = geo.everything, self.limit
         row_others, col_others = geo.row_others, geo.col_others
         repairs = geo.repairs
         empty = box & ~occupied
