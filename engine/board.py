@@ -74,6 +74,8 @@ class Layout:
     """:func:`mask_triggers` answers already found, by ``(occupied, down)``."""
     repairs: dict[int, frozenset[int]] = field(default_factory=dict)
     """:func:`repairable_patterns` answers already found, by ``occupied``."""
+    one_stack: dict[int, bool] = field(default_factory=dict)
+    """:func:`repairable_with_one_stack` answers already found, by the three masks."""
 
     @property
     def centre(self) -> int:
@@ -456,6 +458,31 @@ def repairable_patterns(geo: Layout, occupied: int) -> frozenset[int]:
     if len(geo.repairs) >= _REPAIRS_KEPT:
         geo.repairs.clear()
     geo.repairs[occupied] = known
+    return known
+
+
+def repairable_with_one_stack(geo: Layout, occupied: int, down: int, full: int) -> bool:
+    """Whether the face-down tops could all turn up with at most one more card stacked
+    (``full``: the piles at capacity, where no card can go; remembered in ``geo``).
+
+    With no card stacked, this is :func:`repairable`. A card stacked on a pile placed
+    later leaves every line it touches with an empty cell now, so the same holds. A card
+    stacked on a pile ``p`` of the board turns ``p`` face up whatever it was, and may
+    trigger ``p``'s row and column even when they are full; every other pile's final
+    face is still its face now XOR its row's bit XOR its column's bit, other full lines
+    fixed at 0. That is the parity bound on the piles without ``p``, where ``p``'s row
+    and column are no longer full.
+    """
+    key = ((full & occupied) << geo.cells | occupied) << geo.cells | down
+    known = geo.one_stack.get(key)
+    if known is None:
+        known = down in repairable_patterns(geo, occupied) or any(
+            down & ~(1 << cell) in repairable_patterns(geo, occupied & ~(1 << cell))
+            for cell in cells_of(occupied & ~full)
+        )
+        if len(geo.one_stack) >= _TRIGGERS_KEPT:
+            geo.one_stack.clear()
+        geo.one_stack[key] = known
     return known
 
 

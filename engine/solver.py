@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from engine.board import Board, repairable_patterns
+from engine.board import Board, repairable_patterns, repairable_with_one_stack
 from engine.cards import Card, deal
 from engine.game import Game, Position, Status
 from engine.heuristic import LOSS, WIN, evaluate
@@ -144,7 +144,7 @@ class _Search:
         limit_down, geo, after = board.limit, board.layout, board.after
         children: list[tuple[int, int, int]] = []
         for cell in board.targets():
-            occupied, down, _ = after(cell, rank)
+            occupied, down, full = after(cell, rank)
             face_down = down.bit_count()
             if face_down <= limit_down:
                 piles = occupied.bit_count()
@@ -152,10 +152,17 @@ class _Search:
                     self.line.append(cell)
                     return True
                 # The child's bound: as many cards left as empty cells means no stacking,
-                # so its face-down pattern must be repairable by triggers alone.
+                # so its face-down pattern must be repairable by triggers alone; one card
+                # more, by triggers and one stacked card.
                 spare = remaining - 1 - (goal - piles)
-                if spare > 0 or (
-                    spare == 0 and down in repairable_patterns(geo, occupied)
+                if (
+                    spare > 1
+                    or not down
+                    or (
+                        down in repairable_patterns(geo, occupied)
+                        if spare == 0
+                        else spare == 1 and repairable_with_one_stack(geo, occupied, down, full)
+                    )
                 ):
                     children.append((face_down, -piles, cell))
         children.sort()
@@ -328,8 +335,13 @@ def solve(
             # pass before it failed; and each failure lowers the proven upper bound.
             cards = fewest
             while cards <= len(ranks) and (not best or cards < len(best)):
+                # A line found before the pass is as short as any line can be, every
+                # shorter pass having failed.
+                if cards > fewest and _quick_win_within(search, cards):
+                    keep(search.line)
+                    break
                 if cards > fewest and _line_within(ranks, rules, search, cards, keep):
-                    break  # as short as any line can be, every shorter pass having failed
+                    break
                 if search.win_within(cards):
                     keep(search.line)
                     break
@@ -366,6 +378,10 @@ REFINE_WIDTH = 64
 PASS_BEAM_WIDTHS = (256, 1024)
 
 
+#: Nodes allowed to a pass's quick depth-first try, before its beams.
+PASS_QUICK_NODES = 20_000
+
+
 def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> tuple[list[int], int]:
     """A winning line (as cells) found by beam search on the heuristic, or ``[]``, with
     the beam width that found it (the widest tried if none did).
@@ -378,6 +394,20 @@ def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> tuple[li
         if line:
             return line, width
     return [], BEAM_WIDTHS[-1]
+
+
+def _quick_win_within(search: _Search, cards: int) -> bool:
+    """Whether a depth-first pass held to :data:`PASS_QUICK_NODES` nodes finds a line
+    with ``cards`` cards (then in ``search.line``). Tried before the beams of a pass: when
+    the line exists the pass often finds it in far fewer nodes than a beam evaluates, and
+    the failures it proves stay in the table for the full pass."""
+    search.node_limit = search.nodes + PASS_QUICK_NODES
+    try:
+        return search.win_within(cards)
+    except _OutOfNodes:
+        return False
+    finally:
+        search.node_limit = float("inf")
 
 
 def _line_within(
