@@ -34,7 +34,7 @@ from engine.board import (
 
 #: Tight positions with fewer empty cells than this are not remembered when they fail:
 #: their subtrees are smaller than the table would grow.
-_REMEMBER_FROM_EMPTY = 4
+_REMEMBER_FROM_EMPTY = 5
 
 #: Bits per cell in a position's rank code (ranks run to 10; 0 is "no pile").
 _RANK_BITS = 4
@@ -176,7 +176,7 @@ class TightSearch:
                     continue
             children.append((face_down, cell, after))
         children.sort()
-        return tuple((cell, after) for _, cell, after in children)
+        return tuple([(cell, after) for _, cell, after in children])
 
     def _search(self, placed: int, occupied: int, down: int, at_most: int, code: int) -> bool:
         """Whether the box position fills face up with the cards from ``placed`` on.
@@ -186,48 +186,78 @@ class TightSearch:
         the whole position.
         """
         self.tick()
-        geo = self.geo
-        cells = geo.cells
-        box = geo.everything
-        empty = box & ~occupied
+        if not occupied:
+            # The empty grid's one child is the first card's place (self.first).
+            moves = self._moves(0, 0, 0, 0)
+        else:
+            rank, cells = self.ranks[placed], self.geo.cells
+            face_up = occupied & ~down
+            # What the flips depend on (engine.board.flipped_by): the face-up tops
+            # ranking at most the card, and at least it.
+            not_above = face_up & at_most >> rank * cells
+            not_below = face_up & ~(at_most >> (rank - 1) * cells)
+            moves = self._remembered_moves(occupied, down, not_above, not_below)
+        return self._fill(placed, occupied, down, at_most, code, moves)
+
+    def _remembered_moves(
+        self, occupied: int, down: int, not_above: int, not_below: int
+    ) -> Moves:
+        """:meth:`_moves`, remembered under the masks it depends on."""
+        cells = self.geo.cells
+        key = ((occupied << cells | down) << cells | not_above) << cells | not_below
+        moves = self.moves.get(key)
+        if moves is None:
+            moves = self._moves(occupied, down, not_above, not_below)
+            if len(self.moves) >= _MOVES_KEPT:
+                self.moves.clear()
+            self.moves[key] = moves
+        return moves
+
+    def _fill(
+        self, placed: int, occupied: int, down: int, at_most: int, code: int, moves: Moves
+    ) -> bool:
+        """:meth:`_search` once the position's ``moves`` are known.
+
+        Each child's own moves are found here, before descending: most children deep in
+        the search have none (every placement breaks the face-down limit or the parity
+        bound), and those cost no call.
+        """
+        if moves and moves[0][1] < 0:
+            self.line.append(moves[0][0])  # the last card fills the box face up
+            return True
+        cells = self.geo.cells
         # The empty grid is searched once for each place of the first card: its failure
         # with one place says nothing of the others.
-        remember = occupied and empty.bit_count() >= _REMEMBER_FROM_EMPTY
+        remember = occupied and cells - occupied.bit_count() >= _REMEMBER_FROM_EMPTY
         if remember:
             key = _failure_key(cells, placed, code, down)
             if key in self.failed:
                 return False
-        rank = self.ranks[placed]
-        face_up = occupied & ~down
-        # What the flips depend on (engine.board.flipped_by): the face-up tops ranking at
-        # most the card, and at least it.
-        not_above = face_up & at_most >> rank * cells
-        not_below = face_up & ~(at_most >> (rank - 1) * cells)
-        if occupied:
-            moves_key = ((occupied << cells | down) << cells | not_above) << cells | not_below
-            moves = self.moves.get(moves_key)
-            if moves is None:
-                moves = self._moves(occupied, down, not_above, not_below)
-                if len(self.moves) >= _MOVES_KEPT:
-                    self.moves.clear()
-                self.moves[moves_key] = moves
-        else:
-            moves = self._moves(occupied, down, not_above, not_below)
-        if moves and moves[0][1] < 0:
-            self.line.append(moves[0][0])  # the last card fills the box face up
-            return True
-        line, search = self.line, self._search
-        rank_bits = self.rank_bits[rank]
+        ranks = self.ranks
+        rank = ranks[placed]
         placed += 1
+        if placed >= len(ranks):
+            return False  # no card left for the empty cells
+        rank_bits = self.rank_bits[rank]
+        above = ranks[placed] * cells  # the next card's fields in at_most
+        below = above - cells
+        line, fill, tick = self.line, self._fill, self.tick
+        known, remembered_moves = self.moves.get, self._remembered_moves
         for cell, after in moves:
+            tick()
+            grown = occupied | 1 << cell
+            grown_at_most = at_most | rank_bits[cell]
+            face_up = grown & ~after
+            not_above = face_up & grown_at_most >> above
+            not_below = face_up & ~(grown_at_most >> below)
+            children = known(((grown << cells | after) << cells | not_above) << cells | not_below)
+            if children is None:
+                children = remembered_moves(grown, after, not_above, not_below)
+            if not children:
+                continue
             line.append(cell)
-            if search(
-                placed,
-                occupied | 1 << cell,
-                after,
-                at_most | rank_bits[cell],
-                code | rank << _RANK_BITS * cell,
-            ):
+            grown_code = code | rank << _RANK_BITS * cell
+            if fill(placed, grown, after, grown_at_most, grown_code, children):
                 return True
             line.pop()
         if remember:
