@@ -37,7 +37,7 @@ from engine.cards import Card, deal
 from engine.game import Game, Position, Status
 from engine.heuristic import LOSS, WIN, evaluate
 from engine.rules import Ruleset
-from engine.tight import TightSearch
+from engine.tight import MOST_SPARE, TightSearch
 
 Clock = Callable[[], float]
 
@@ -132,9 +132,10 @@ class _Search:
             return False
         goal = self.goal_piles
         remaining = limit - placed
-        if goal - board.occupied.bit_count() == remaining:
-            # No card to spare: the endgame search takes over.
-            cells = self.tight.solve_from(placed)
+        spare = remaining - (goal - board.occupied.bit_count())
+        if spare <= MOST_SPARE and max(board.height) + spare <= board.capacity:
+            # Few cards to spare, and no pile can fill up: the box search takes over.
+            cells = self.tight.solve_from(placed, spare)
             if cells is not None:
                 self.line.extend(cells)
                 return True

@@ -26,10 +26,12 @@ from functools import cache
 from engine.board import (
     TOP_RANK,
     Board,
+    Layout,
     box_layout,
     cells_of,
     flipped_by,
     repairable_patterns,
+    repairable_with_one_stack,
 )
 
 #: Tight positions with fewer empty cells than this are not remembered when they fail:
@@ -41,6 +43,12 @@ _RANK_BITS = 4
 
 #: Bits that :meth:`TightSearch._search` gives the count of cards placed in a failure's key.
 _PLACED_BITS = 8
+
+#: Bits that the count of cards to spare takes in the search's keys.
+_SPARE_BITS = 2
+
+#: The most cards to spare that the box search takes (see :data:`_SPARE_BITS`).
+MOST_SPARE = 2
 
 #: The children lists a search keeps (:meth:`TightSearch._moves`) before it forgets them.
 _MOVES_KEPT = 1 << 20
@@ -83,9 +91,12 @@ class TightSearch:
         self.moves: dict[int, Moves] = {}
         """:meth:`_moves` answers found so far, by the masks they depend on."""
 
-    def solve_from(self, placed: int) -> list[int] | None:
+    def solve_from(self, placed: int, spare: int = 0) -> list[int] | None:
         """A winning line (as cells of the board) from the board after ``placed`` cards,
-        or ``None``. The position must be tight: as many cards left to use as empty cells.
+        or ``None``, using at most ``spare`` cards more than the empty cells of the final
+        box: each spare card may be stacked on a pile. The caller makes sure no pile can
+        reach the rules' capacity (its height plus ``spare`` at most the capacity), so
+        that heights need no keeping here.
         """
         board = self.board
         n, width, centre = board.grid_size, board.layout.width, board.layout.offset
@@ -94,7 +105,7 @@ class TightSearch:
             for first in _orbit_representatives(n):
                 self.first = first
                 self.line.clear()
-                if self._search(placed, 0, 0, 0, 0):
+                if self._search(placed, 0, 0, 0, 0, spare):
                     outer = _box_cells(n, width, centre - first // n, centre - first % n)
                     return [outer[cell] for cell in self.line]
             return None
@@ -109,14 +120,14 @@ class TightSearch:
                         down |= (board.down >> outer[cell] & 1) << cell
                         at_most |= self.rank_bits[rank][cell]
                         code |= rank << _RANK_BITS * cell
-                if self._image_failed(placed, occupied, down, code):
+                if self._image_failed(placed, occupied, down, code, spare):
                     continue
                 self.line.clear()
-                if self._search(placed, occupied, down, at_most, code):
+                if self._search(placed, occupied, down, at_most, code, spare):
                     return [outer[cell] for cell in self.line]
         return None
 
-    def _image_failed(self, placed: int, occupied: int, down: int, code: int) -> bool:
+    def _image_failed(self, placed: int, occupied: int, down: int, code: int, spare: int) -> bool:
         """Whether a rotation or reflection of the box position is known to fail: the
         rules do not change under them, so neither does the outcome. Looked at for each
         box a search starts in (a position with few piles fits many boxes, most of them
@@ -128,67 +139,70 @@ class TightSearch:
             for cell in cells_of(occupied):
                 moved_code |= (code >> _RANK_BITS * cell & 15) << _RANK_BITS * image[cell]
                 moved_down |= (down >> cell & 1) << image[cell]
-            if _failure_key(cells, placed, moved_code, moved_down) in self.failed:
+            if _failure_key(cells, placed, moved_code, moved_down, spare) in self.failed:
                 return True
         return False
 
-    def _moves(self, occupied: int, down: int, not_above: int, not_below: int) -> Moves:
+    def _moves(
+        self, occupied: int, down: int, not_above: int, not_below: int, spare: int
+    ) -> Moves:
         """The children of a box position worth searching, as ``(cell, down)`` after the
-        move, fewest face-down tops first; or only ``(cell, -1)`` if that move wins.
+        move, fewest face-down tops first (new piles before stacked cards when equal); or
+        only ``(cell, -1)`` if that move wins. With ``spare`` cards to spare, a card may
+        also go on a pile (``cell`` in ``occupied``), leaving one card fewer to spare.
 
         ``not_above`` and ``not_below`` are the face-up tops ranking at most and at least
         the card to place (a top ranking the same is in both): a line holding both kinds
-        is not triggered. These and the masks are all that the children depend on, which is
-        why :meth:`_search` remembers the answer under them.
+        is not triggered. These, the masks and ``spare`` are all that the children depend
+        on, which is why :meth:`_remembered_moves` remembers the answer under them.
         """
         geo = self.geo
         box, limit = geo.everything, self.limit
         row_others, col_others = geo.row_others, geo.col_others
-        repairs = geo.repairs
         empty = box & ~occupied
         if occupied:
             targets = geo.neighbours(occupied) & empty
             if not occupied & (occupied - 1):
                 targets = _one_of_each_mirror_pair(geo.size, occupied, targets)
+            if spare:
+                targets |= occupied
         else:
             targets = 1 << self.first
-        children: list[tuple[int, int, int]] = []
+        children: list[tuple[int, bool, int, int]] = []
         while targets:
             bit = targets & -targets
             targets ^= bit
             cell = bit.bit_length() - 1
-            after = down ^ flipped_by(
+            stacked = bool(occupied & bit)
+            after = (down & ~bit) ^ flipped_by(
                 row_others[cell], col_others[cell], occupied, not_above, not_below
             )
             face_down = after.bit_count()
             if face_down > limit:
                 continue
             grown = occupied | bit
-            if grown == box:
-                if not after:
-                    return ((cell, -1),)
+            if not after and grown == box:
+                return ((cell, -1),)
+            if after and not _may_turn_up(geo, grown, after, spare - stacked):
                 continue
-            if after:
-                patterns = repairs.get(grown)
-                if patterns is None:
-                    patterns = repairable_patterns(geo, grown)
-                if after not in patterns:
-                    continue
-            children.append((face_down, cell, after))
+            children.append((face_down, stacked, cell, after))
         children.sort()
-        return tuple([(cell, after) for _, cell, after in children])
+        return tuple([(cell, after) for _, _, cell, after in children])
 
-    def _search(self, placed: int, occupied: int, down: int, at_most: int, code: int) -> bool:
-        """Whether the box position fills face up with the cards from ``placed`` on.
+    def _search(
+        self, placed: int, occupied: int, down: int, at_most: int, code: int, spare: int = 0
+    ) -> bool:
+        """Whether the box position fills face up with the cards from ``placed`` on,
+        stacking at most ``spare`` of them.
 
         ``at_most`` holds, in field ``k``, the piles ranking at most ``k``; ``code`` the top
-        ranks, :data:`_RANK_BITS` a cell. With no pile to stack on, these and ``down`` are
-        the whole position.
+        ranks, :data:`_RANK_BITS` a cell. With heights out of reach of the capacity (see
+        :meth:`solve_from`), these and ``down`` are the whole position.
         """
         self.tick()
         if not occupied:
             # The empty grid's one child is the first card's place (self.first).
-            moves = self._moves(0, 0, 0, 0)
+            moves = self._moves(0, 0, 0, 0, spare)
         else:
             rank, cells = self.ranks[placed], self.geo.cells
             face_up = occupied & ~down
@@ -196,25 +210,34 @@ class TightSearch:
             # ranking at most the card, and at least it.
             not_above = face_up & at_most >> rank * cells
             not_below = face_up & ~(at_most >> (rank - 1) * cells)
-            moves = self._remembered_moves(occupied, down, not_above, not_below)
-        return self._fill(placed, occupied, down, at_most, code, moves)
+            moves = self._remembered_moves(occupied, down, not_above, not_below, spare)
+        return self._fill(placed, occupied, down, at_most, code, spare, moves)
 
     def _remembered_moves(
-        self, occupied: int, down: int, not_above: int, not_below: int
+        self, occupied: int, down: int, not_above: int, not_below: int, spare: int
     ) -> Moves:
         """:meth:`_moves`, remembered under the masks it depends on."""
         cells = self.geo.cells
-        key = ((occupied << cells | down) << cells | not_above) << cells | not_below
+        key = (((occupied << cells | down) << cells | not_above) << cells | not_below) << (
+            _SPARE_BITS
+        ) | spare
         moves = self.moves.get(key)
         if moves is None:
-            moves = self._moves(occupied, down, not_above, not_below)
+            moves = self._moves(occupied, down, not_above, not_below, spare)
             if len(self.moves) >= _MOVES_KEPT:
                 self.moves.clear()
             self.moves[key] = moves
         return moves
 
     def _fill(
-        self, placed: int, occupied: int, down: int, at_most: int, code: int, moves: Moves
+        self,
+        placed: int,
+        occupied: int,
+        down: int,
+        at_most: int,
+        code: int,
+        spare: int,
+        moves: Moves,
     ) -> bool:
         """:meth:`_search` once the position's ``moves`` are known.
 
@@ -230,7 +253,7 @@ class TightSearch:
         # with one place says nothing of the others.
         remember = occupied and cells - occupied.bit_count() >= _REMEMBER_FROM_EMPTY
         if remember:
-            key = _failure_key(cells, placed, code, down)
+            key = _failure_key(cells, placed, code, down, spare)
             if key in self.failed:
                 return False
         ranks = self.ranks
@@ -238,26 +261,36 @@ class TightSearch:
         placed += 1
         if placed >= len(ranks):
             return False  # no card left for the empty cells
-        rank_bits = self.rank_bits[rank]
+        rank_bits, cleared = self.rank_bits[rank], self.rank_bits[1]
         above = ranks[placed] * cells  # the next card's fields in at_most
         below = above - cells
         line, fill, tick = self.line, self._fill, self.tick
         known, remembered_moves = self.moves.get, self._remembered_moves
         for cell, after in moves:
             tick()
-            grown = occupied | 1 << cell
+            bit = 1 << cell
+            grown_spare = spare
             grown_at_most = at_most | rank_bits[cell]
+            grown_code = code | rank << _RANK_BITS * cell
+            if occupied & bit:  # a card stacked: the pile's rank changes
+                grown_spare -= 1
+                grown_at_most = at_most & ~cleared[cell] | rank_bits[cell]
+                grown_code = code & ~(15 << _RANK_BITS * cell) | rank << _RANK_BITS * cell
+            grown = occupied | bit
             face_up = grown & ~after
             not_above = face_up & grown_at_most >> above
             not_below = face_up & ~(grown_at_most >> below)
-            children = known(((grown << cells | after) << cells | not_above) << cells | not_below)
+            children = known(
+                (((grown << cells | after) << cells | not_above) << cells | not_below)
+                << _SPARE_BITS
+                | grown_spare
+            )
             if children is None:
-                children = remembered_moves(grown, after, not_above, not_below)
+                children = remembered_moves(grown, after, not_above, not_below, grown_spare)
             if not children:
                 continue
             line.append(cell)
-            grown_code = code | rank << _RANK_BITS * cell
-            if fill(placed, grown, after, grown_at_most, grown_code, children):
+            if fill(placed, grown, after, grown_at_most, grown_code, grown_spare, children):
                 return True
             line.pop()
         if remember:
@@ -265,10 +298,22 @@ class TightSearch:
         return False
 
 
-def _failure_key(cells: int, placed: int, code: int, down: int) -> int:
-    """How :attr:`TightSearch.failed` holds a box position: its rank code, faces and
-    cards placed (which cards are still to come)."""
-    return ((code << cells | down) << _PLACED_BITS) | placed
+def _may_turn_up(geo: Layout, occupied: int, down: int, spare: int) -> bool:
+    """The bound on a box position with face-down tops ``down``: with no card to spare
+    the parity bound, with one the one-stack bound (:mod:`engine.board`), with more
+    none."""
+    if not spare:
+        patterns = geo.repairs.get(occupied)
+        if patterns is None:
+            patterns = repairable_patterns(geo, occupied)
+        return down in patterns
+    return spare > 1 or repairable_with_one_stack(geo, occupied, down, 0)
+
+
+def _failure_key(cells: int, placed: int, code: int, down: int, spare: int) -> int:
+    """How :attr:`TightSearch.failed` holds a box position: its rank code, faces, cards
+    placed (which cards are still to come) and cards to spare."""
+    return (((code << cells | down) << _PLACED_BITS) | placed) << _SPARE_BITS | spare
 
 
 @cache
