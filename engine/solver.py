@@ -336,13 +336,6 @@ def solve(
             # pass before it failed; and each failure lowers the proven upper bound.
             cards = fewest
             while cards <= len(ranks) and (not best or cards < len(best)):
-                # A line found before the pass is as short as any line can be, every
-                # shorter pass having failed.
-                if cards > fewest and _quick_win_within(search, cards):
-                    keep(search.line)
-                    break
-                if cards > fewest and _line_within(ranks, rules, search, cards, keep):
-                    break
                 if search.win_within(cards):
                     keep(search.line)
                     break
@@ -373,16 +366,6 @@ BEAM_WIDTHS = (16, 64, 512)
 #: After a first line from a narrower beam, a beam this wide looks for a shorter one.
 REFINE_WIDTH = 64
 
-#: Before an exhaustive pass with a card or more to spare, beams this wide look for a
-#: line with that many cards: the pass finds one only after millions of positions when
-#: it exists, and such a beam often finds it in about a second.
-PASS_BEAM_WIDTHS = (256, 1024)
-
-
-#: Nodes allowed to a pass's quick depth-first try, before its beams.
-PASS_QUICK_NODES = 20_000
-
-
 def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> tuple[list[int], int]:
     """A winning line (as cells) found by beam search on the heuristic, or ``[]``, with
     the beam width that found it (the widest tried if none did).
@@ -395,37 +378,6 @@ def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> tuple[li
         if line:
             return line, width
     return [], BEAM_WIDTHS[-1]
-
-
-def _quick_win_within(search: _Search, cards: int) -> bool:
-    """Whether a depth-first pass held to :data:`PASS_QUICK_NODES` nodes finds a line
-    with ``cards`` cards (then in ``search.line``). Tried before the beams of a pass: when
-    the line exists the pass often finds it in far fewer nodes than a beam evaluates, and
-    the failures it proves stay in the table for the full pass."""
-    search.node_limit = search.nodes + PASS_QUICK_NODES
-    try:
-        return search.win_within(cards)
-    except _OutOfNodes:
-        return False
-    finally:
-        search.node_limit = float("inf")
-
-
-def _line_within(
-    ranks: Sequence[int],
-    rules: Ruleset,
-    search: _Search,
-    cards: int,
-    keep: Callable[[list[int]], None],
-) -> bool:
-    """Whether a beam (:data:`PASS_BEAM_WIDTHS`) finds a line winning with ``cards``
-    cards or fewer; the line is handed to ``keep``."""
-    for width in PASS_BEAM_WIDTHS:
-        line = _beam(ranks, rules, search, width, cards)
-        if line:
-            keep(line)
-            return True
-    return False
 
 
 def _beam(
