@@ -8,7 +8,11 @@ one, with ``grid_size²`` cards) proves its line optimal. What keeps it fast:
 
 - a **parity bound**: when every remaining card must open a new pile, the face-down
   pattern must be one that row and column triggers can repair
-  (:func:`~engine.board.repairable`), or one more card is needed;
+  (:func:`~engine.board.repairable`), or one more card is needed; with one card to
+  spare, one that they can repair once a single pile is covered
+  (:func:`~engine.board.repairable_with_one_stack`);
+- the **box search** (:mod:`engine.tight`) for every position with at most two cards to
+  spare: the whole pass, from the empty grid, for the deals won with up to 18 cards;
 - a **transposition table** keyed on the board's ranks, faces and heights, translated
   to its box and reduced over the eight rotations and reflections (the rules do not
   change under them), remembering the largest card budget each position failed with;

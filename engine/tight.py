@@ -1,21 +1,25 @@
-"""The solver's endgame with no card to spare: every remaining card opens a new pile.
+"""The solver's box search: at most two cards to spare, every other card opens a pile.
 
-When the cards left are exactly as many as the empty cells of the final grid, no card
-can be stacked, so no top card changes rank again and the final box is one of the few
-``grid_size`` x ``grid_size`` boxes containing the piles so far. This search fixes each
-such box in turn and fills it, new piles only, on masks of the box alone (``n²`` bits,
-cell ``row * n + col`` of the box): the position is passed down the recursion as four
-integers, so a move costs no undo, and a position is the same wherever its box lies, so
-failures found in one box serve every translation of it. The bound that prunes is
-the parity bound (:func:`engine.board.repairable_patterns`, on the box's own
-:func:`~engine.board.box_layout`): with no card to stack, a pile's final face is its face
-now XOR one bit for its row and one for its column, full lines fixed at 0. A position's
-children are remembered under the masks they depend on (:meth:`TightSearch._moves`), and
-a box is not searched when a rotation or reflection of its starting position is known to
-fail (:meth:`TightSearch._image_failed`).
+When the cards left are as many as the empty cells of the final grid, or one or two
+more, the final box is one of the few ``grid_size`` x ``grid_size`` boxes containing
+the piles so far (a card stacked opens no cell). This search fixes each such box in turn
+and fills it on masks of the box alone (``n²`` bits, cell ``row * n + col`` of the box):
+the position is passed down the recursion as a few integers (piles, faces, ranks, cards
+to spare), so a move costs no undo, and a position is the same wherever its box lies, so
+failures found in one box serve every translation of it. With a card to spare, a card
+may also go on a pile (new piles are tried first); the caller hands over only positions
+where no pile can reach its capacity, so heights need no keeping. The bounds that prune
+(:mod:`engine.board`, on the box's own :func:`~engine.board.box_layout`): with no card to
+spare, the parity bound (:func:`~engine.board.repairable_patterns`: a pile's final face
+is its face now XOR one bit for its row and one for its column, full lines fixed at 0);
+with one, the one-stack bound (:func:`~engine.board.repairable_with_one_stack`). A
+position's children are remembered under the masks they depend on
+(:meth:`TightSearch._moves`), and a box is not searched when a rotation or reflection of
+its starting position is known to fail (:meth:`TightSearch._image_failed`).
 
 Most of the par solver's time goes here: proving that no deal is won with the fewest
-cards is an exhaustive search of this endgame from the empty grid.
+cards is an exhaustive search of this box search from the empty grid, and the next
+pass (one card to spare) starts from the empty grid too.
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ def _rank_bits(cells: int) -> tuple[tuple[int, ...], ...]:
 
 
 class TightSearch:
-    """The no-spare endgame for one deal (stock ranks fixed), from a board's position."""
+    """The box search for one deal (stock ranks fixed), from a board's position."""
 
     def __init__(self, board: Board, ranks: Sequence[int], tick: Callable[[], None]) -> None:
         """``board`` holds the position to search from (only read); ``tick`` is called
