@@ -60,6 +60,11 @@ _MOVES_KEPT = 1 << 20
 Moves = tuple[tuple[int, int], ...]
 """A box position's children worth searching: ``(cell, down after the move)``."""
 
+Targets = tuple[tuple[int, int, int, int, int, bool, frozenset[int]], ...]
+"""Where a card may go from a set of piles: ``(cell, its bit, the other cells of its row,
+of its column, the piles after, whether it goes on a pile, the face-down patterns the
+parity bound admits on the piles after)``."""
+
 @cache
 def _rank_bits(cells: int) -> tuple[tuple[int, ...], ...]:
     """``[rank][cell]``: the bits a top of ``rank`` on ``cell`` sets in the ``at_most``
@@ -94,6 +99,8 @@ class TightSearch:
         """Where the first card goes, when searching from the empty grid."""
         self.moves: dict[int, Moves] = {}
         """:meth:`_moves` answers found so far, by the masks they depend on."""
+        self.targets: dict[int, Targets] = {}
+        """:meth:`_targets` answers found so far."""
 
     def solve_from(self, placed: int, spare: int = 0) -> list[int] | None:
         """A winning line (as cells of the board) from the board after ``placed`` cards,
@@ -162,36 +169,56 @@ class TightSearch:
         """
         geo = self.geo
         box, limit = geo.everything, self.limit
-        row_others, col_others = geo.row_others, geo.col_others
-        empty = box & ~occupied
-        if occupied:
-            targets = geo.neighbours(occupied) & empty
-            if not occupied & (occupied - 1):
-                targets = _one_of_each_mirror_pair(geo.size, occupied, targets)
-            if spare:
-                targets |= occupied
-        else:
-            targets = 1 << self.first
         children: list[tuple[int, bool, int, int]] = []
-        while targets:
-            bit = targets & -targets
-            targets ^= bit
-            cell = bit.bit_length() - 1
-            stacked = bool(occupied & bit)
-            after = (down & ~bit) ^ flipped_by(
-                row_others[cell], col_others[cell], occupied, not_above, not_below
-            )
+        for cell, bit, row, col, grown, stacked, patterns in self._targets(occupied, spare > 0):
+            after = (down & ~bit) ^ flipped_by(row, col, occupied, not_above, not_below)
             face_down = after.bit_count()
             if face_down > limit:
                 continue
-            grown = occupied | bit
-            if not after and grown == box:
-                return ((cell, -1),)
-            if after and not _may_turn_up(geo, grown, after, spare - stacked):
-                continue
+            if not after:
+                if grown == box:
+                    return ((cell, -1),)
+            elif after not in patterns and not (
+                spare > stacked and _may_turn_up(geo, grown, after, spare - stacked)
+            ):
+                continue  # the bound with the child's cards to spare
             children.append((face_down, stacked, cell, after))
         children.sort()
         return tuple([(cell, after) for _, _, cell, after in children])
+
+    def _targets(self, occupied: int, stacking: bool) -> Targets:
+        """Where the next card may go from the piles ``occupied`` (on a pile too, with
+        ``stacking``), with what :meth:`_moves` needs of each place that does not depend
+        on faces or ranks: remembered by piles, since each set of piles recurs across many
+        positions."""
+        key = occupied << 1 | stacking
+        known = self.targets.get(key)
+        if known is not None:
+            return known
+        geo = self.geo
+        if occupied:
+            targets = geo.neighbours(occupied) & geo.everything & ~occupied
+            if not occupied & (occupied - 1):
+                targets = _one_of_each_mirror_pair(geo.size, occupied, targets)
+            if stacking:
+                targets |= occupied
+        else:
+            targets = 1 << self.first
+        known = tuple(
+            (
+                cell,
+                1 << cell,
+                geo.row_others[cell],
+                geo.col_others[cell],
+                occupied | 1 << cell,
+                bool(occupied >> cell & 1),
+                repairable_patterns(geo, occupied | 1 << cell),
+            )
+            for cell in cells_of(targets)
+        )
+        if occupied:  # the empty grid's one target is wherever the first card goes now
+            self.targets[key] = known
+        return known
 
     def _search(
         self, placed: int, occupied: int, down: int, at_most: int, code: int, spare: int = 0
