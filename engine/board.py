@@ -72,6 +72,10 @@ class Layout:
     regions: dict[Box, int] = field(default_factory=dict)
     triggers: dict[int, int | None] = field(default_factory=dict)
     """:func:`mask_triggers` answers already found, by ``(occupied, down)``."""
+    repairs: dict[int, frozenset[int]] = field(default_factory=dict)
+    """:func:`repairable_patterns` answers already found, by ``occupied``."""
+    one_stack: dict[int, bool] = field(default_factory=dict)
+    """:func:`repairable_with_one_stack` answers already found, by the three masks."""
 
     @property
     def centre(self) -> int:
@@ -444,6 +448,69 @@ def triggers_needed(board: Board) -> int | None:
     if not board.down:
         return 0
     return mask_triggers(board.layout, board.occupied, board.down)
+
+
+#: :func:`repairable_patterns` answers a layout keeps before it forgets them (a 4 x 4 box
+#: has about 10,000 piles masks that play can reach, each with at most 128 patterns).
+_REPAIRS_KEPT = 1 << 15
+
+
+def repairable_patterns(geo: Layout, occupied: int) -> frozenset[int]:
+    """Every face-down mask on the piles ``occupied`` that row and column triggers can
+    turn up when no card is stacked (see :func:`repairable`; remembered in ``geo``).
+
+    Those masks are the XOR sums of the piles of lines that are not full (a set of
+    triggered lines turns up exactly the tops that an odd number of them cover), so
+    they form a vector space over GF(2): found once for the piles, it answers every
+    face-down pattern on them with one set lookup, where :func:`mask_triggers` tries
+    every choice of row bits for each pattern.
+    """
+    known = geo.repairs.get(occupied)
+    if known is not None:
+        return known
+    size = geo.size
+    basis: list[int] = []
+    for line in (*geo.row_masks, *geo.col_masks):
+        piles = line & occupied
+        if not piles or piles.bit_count() == size:
+            continue  # no pile, or a full line: no card will trigger it
+        for vector in basis:
+            piles = min(piles, piles ^ vector)  # clear each basis vector's leading bit
+        if piles:
+            basis.append(piles)
+    patterns = [0]
+    for vector in basis:
+        patterns += [pattern ^ vector for pattern in patterns]
+    known = frozenset(patterns)
+    if len(geo.repairs) >= _REPAIRS_KEPT:
+        geo.repairs.clear()
+    geo.repairs[occupied] = known
+    return known
+
+
+def repairable_with_one_stack(geo: Layout, occupied: int, down: int, full: int) -> bool:
+    """Whether the face-down tops could all turn up with at most one more card stacked
+    (``full``: the piles at capacity, where no card can go; remembered in ``geo``).
+
+    With no card stacked, this is :func:`repairable`. A card stacked on a pile placed
+    later leaves every line it touches with an empty cell now, so the same holds. A card
+    stacked on a pile ``p`` of the board turns ``p`` face up whatever it was, and may
+    trigger ``p``'s row and column even when they are full; every other pile's final
+    face is still its face now XOR its row's bit XOR its column's bit, other full lines
+    fixed at 0. That is the parity bound on the piles without ``p``, where ``p``'s row
+    and column are no longer full.
+    """
+    key = ((full & occupied) << geo.cells | occupied) << geo.cells | down
+    known = geo.one_stack.get(key)
+    if known is None:
+        known = down in repairable_patterns(geo, occupied) or any(
+            down & ~(1 << cell) in repairable_patterns(geo, occupied & ~(1 << cell))
+            for cell in cells_of(occupied & ~full)
+        )
+        if len(geo.one_stack) >= _TRIGGERS_KEPT:
+            geo.one_stack.clear()
+        geo.one_stack[key] = known
+    return known
 
 
 #: :func:`mask_triggers` answers a layout keeps before it forgets them (tens of MB).

@@ -8,7 +8,11 @@ one, with ``grid_size²`` cards) proves its line optimal. What keeps it fast:
 
 - a **parity bound**: when every remaining card must open a new pile, the face-down
   pattern must be one that row and column triggers can repair
-  (:func:`~engine.board.repairable`), or one more card is needed;
+  (:func:`~engine.board.repairable`), or one more card is needed; with one card to
+  spare, one that they can repair once a single pile is covered
+  (:func:`~engine.board.repairable_with_one_stack`);
+- the **box search** (:mod:`engine.tight`) for every position with at most two cards to
+  spare: the whole pass, from the empty grid, for the deals won with up to 18 cards;
 - a **transposition table** keyed on the board's ranks, faces and heights, translated
   to its box and reduced over the eight rotations and reflections (the rules do not
   change under them), remembering the largest card budget each position failed with;
@@ -32,12 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from engine.board import Board, mask_triggers
+from engine.board import Board, repairable_patterns, repairable_with_one_stack
 from engine.cards import Card, deal
 from engine.game import Game, Position, Status
 from engine.heuristic import LOSS, WIN, evaluate
 from engine.rules import Ruleset
-from engine.tight import TightSearch
+from engine.tight import MOST_SPARE, TightSearch
 
 Clock = Callable[[], float]
 
@@ -132,9 +136,10 @@ class _Search:
             return False
         goal = self.goal_piles
         remaining = limit - placed
-        if goal - board.occupied.bit_count() == remaining:
-            # No card to spare: the endgame search takes over.
-            cells = self.tight.solve_from(placed)
+        spare = remaining - (goal - board.occupied.bit_count())
+        if spare <= MOST_SPARE and max(board.height) + spare <= board.capacity:
+            # Few cards to spare, and no pile can fill up: the box search takes over.
+            cells = self.tight.solve_from(placed, spare)
             if cells is not None:
                 self.line.extend(cells)
                 return True
@@ -144,7 +149,7 @@ class _Search:
         limit_down, geo, after = board.limit, board.layout, board.after
         children: list[tuple[int, int, int]] = []
         for cell in board.targets():
-            occupied, down, _ = after(cell, rank)
+            occupied, down, full = after(cell, rank)
             face_down = down.bit_count()
             if face_down <= limit_down:
                 piles = occupied.bit_count()
@@ -152,10 +157,17 @@ class _Search:
                     self.line.append(cell)
                     return True
                 # The child's bound: as many cards left as empty cells means no stacking,
-                # so its face-down pattern must be repairable by triggers alone.
+                # so its face-down pattern must be repairable by triggers alone; one card
+                # more, by triggers and one stacked card.
                 spare = remaining - 1 - (goal - piles)
-                if spare > 0 or (
-                    spare == 0 and (not down or mask_triggers(geo, occupied, down) is not None)
+                if (
+                    spare > 1
+                    or not down
+                    or (
+                        down in repairable_patterns(geo, occupied)
+                        if spare == 0
+                        else spare == 1 and repairable_with_one_stack(geo, occupied, down, full)
+                    )
                 ):
                     children.append((face_down, -piles, cell))
         children.sort()
@@ -328,8 +340,6 @@ def solve(
             # pass before it failed; and each failure lowers the proven upper bound.
             cards = fewest
             while cards <= len(ranks) and (not best or cards < len(best)):
-                if cards > fewest and _line_within(ranks, rules, search, cards, keep):
-                    break  # as short as any line can be, every shorter pass having failed
                 if search.win_within(cards):
                     keep(search.line)
                     break
@@ -360,12 +370,6 @@ BEAM_WIDTHS = (16, 64, 512)
 #: After a first line from a narrower beam, a beam this wide looks for a shorter one.
 REFINE_WIDTH = 64
 
-#: Before an exhaustive pass with a card or more to spare, beams this wide look for a
-#: line with that many cards: the pass finds one only after millions of positions when
-#: it exists, and such a beam often finds it in about a second.
-PASS_BEAM_WIDTHS = (256, 1024)
-
-
 def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> tuple[list[int], int]:
     """A winning line (as cells) found by beam search on the heuristic, or ``[]``, with
     the beam width that found it (the widest tried if none did).
@@ -378,23 +382,6 @@ def beam_line(ranks: Sequence[int], rules: Ruleset, search: _Search) -> tuple[li
         if line:
             return line, width
     return [], BEAM_WIDTHS[-1]
-
-
-def _line_within(
-    ranks: Sequence[int],
-    rules: Ruleset,
-    search: _Search,
-    cards: int,
-    keep: Callable[[list[int]], None],
-) -> bool:
-    """Whether a beam (:data:`PASS_BEAM_WIDTHS`) finds a line winning with ``cards``
-    cards or fewer; the line is handed to ``keep``."""
-    for width in PASS_BEAM_WIDTHS:
-        line = _beam(ranks, rules, search, width, cards)
-        if line:
-            keep(line)
-            return True
-    return False
 
 
 def _beam(

@@ -6,8 +6,16 @@ import random
 
 import pytest
 
-from engine import Adjacency, Game, Ruleset
-from engine.board import Board, repairable
+from engine import Adjacency, Game, Ruleset, deal
+from engine.board import (
+    Board,
+    box_layout,
+    layout,
+    mask_triggers,
+    repairable,
+    repairable_patterns,
+    repairable_with_one_stack,
+)
 
 RULESETS = [
     Ruleset(),
@@ -102,3 +110,59 @@ def test_repairable_fixes_the_bits_of_full_lines() -> None:
     # With only its row full, a column trigger can still turn it up.
     del faces[(3, 0)]
     assert repairable(_board_with(faces))
+
+
+@pytest.mark.parametrize("size", [3, 4])
+def test_repairable_patterns_are_the_patterns_row_choices_repair(size: int) -> None:
+    # The span of the open lines against the search over row bits it replaces.
+    rng = random.Random(size)
+    for geo in (box_layout(size, Adjacency.EDGE), layout(size, Adjacency.EDGE)):
+        for _ in range(3000):
+            occupied = rng.getrandbits(geo.cells) & rng.getrandbits(geo.cells)
+            down = occupied & rng.getrandbits(geo.cells) & rng.getrandbits(geo.cells)
+            expected = mask_triggers(geo, occupied, down) is not None
+            assert (down in repairable_patterns(geo, occupied)) == expected
+
+
+def _can_win(board: Board, ranks: list[int], placed: int, cards: int) -> bool:
+    """Whether some ``cards`` legal moves or fewer win, by trying them all."""
+    if board.won():
+        return True
+    if cards == 0 or board.lost():
+        return False
+    for cell in board.targets():
+        token = board.place(cell, ranks[placed])
+        found = _can_win(board, ranks, placed + 1, cards - 1)
+        board.undo(token)
+        if found:
+            return True
+    return False
+
+
+def test_one_stack_bound_never_rejects_a_position_won_with_one_card_to_spare() -> None:
+    # Positions with one to three empty cells, played mostly onto new piles with few
+    # face-down tops (random positions are rarely repairable at all); each is searched
+    # exhaustively with one card more than its empty cells.
+    seen = set()
+    for seed in range(120):
+        ranks = [card.rank for card in deal(f"one-stack-{seed}")]
+        rng = random.Random(seed)
+        board, placed, empty = Board(), 0, rng.choice((1, 2, 3))
+        while board.piles < 16 - empty and not board.lost():
+            choices = []
+            for cell in board.targets():
+                if board.occupied >> cell & 1 and rng.random() < 0.8:
+                    continue
+                token = board.place(cell, ranks[placed])
+                choices.append((board.face_down + 2 * rng.random(), cell))
+                board.undo(token)
+            board.place(min(choices)[1], ranks[placed])
+            placed += 1
+        if board.lost():
+            continue
+        bound = repairable_with_one_stack(board.layout, board.occupied, board.down, board.full)
+        won = _can_win(board, ranks, placed, empty + 1)
+        assert bound or not won
+        seen.add((bound, won, board.down in repairable_patterns(board.layout, board.occupied)))
+    # The bound rejects positions, and accepts one that only a stacked card wins.
+    assert (False, False, False) in seen and (True, True, False) in seen

@@ -155,3 +155,34 @@ def test_one_tight_search_matches_brute_force_across_positions_and_boxes() -> No
                     position.play(search.board.position(cell))
                 assert position.status is Status.WON
     assert any(answers) and not all(answers)
+
+
+def test_the_box_search_with_a_card_to_spare_matches_brute_force() -> None:
+    # "solver-31" has par 23: its par line stacks its last card, and no line uses fewer. From
+    # each position on it with two empty cells and one card to spare, and from the
+    # positions one move off it, the box search with a card to spare must agree with an
+    # exhaustive search of every legal move (stacks included) over three cards.
+    seed = "solver-31"
+    line = par(seed).moves
+    assert len(line) == 17
+    ranks = [card.rank for card in deal(seed)]
+    search = TightSearch(Board(), ranks, lambda: None)
+    answers = []
+    for cut in range(len(line)):
+        before = replay(seed, line[:cut])
+        for move in before.legal_moves():
+            game = before.copy()
+            game.play(move)
+            empty = 16 - len(game.piles)
+            if game.is_over() or empty != 2 or len(line) - game.cards_played != 3:
+                continue
+            placed = game.cards_played
+            search.board = Board.replayed(game.rules, ranks[:placed], game.moves)
+            cells = search.solve_from(placed, spare=1)
+            answers.append(cells is not None)
+            assert answers[-1] == _engine_can_win(game, 3)
+            if cells is not None:
+                for cell in cells:
+                    game.play(search.board.position(cell))
+                assert game.status is Status.WON
+    assert any(answers) and not all(answers)
