@@ -90,8 +90,9 @@ from server.tournament_store import (
 #: The version of the tables :data:`_SCHEMA` creates (this store's own numbering): 2 added
 #: ``players.claimed_by``, 3 ``tournaments.created_by``, 4 the daily deal's tables
 #: (:mod:`server.daily_store`, created empty by :data:`DAILY_SCHEMA`), 5 ``seats`` and
-#: ``names`` (a cluster's sessions: :mod:`server.seats`, :meth:`PostgresStore.claim_names`).
-SCHEMA_VERSION = 5
+#: ``names`` (a cluster's sessions: :mod:`server.seats`, :meth:`PostgresStore.claim_names`),
+#: 6 ``seats.busy`` (a racer's row kept after its own game, until its race is over).
+SCHEMA_VERSION = 6
 
 #: Seconds before the first attempt to connect again after the database was lost...
 RECONNECT_FIRST = 0.1
@@ -203,7 +204,8 @@ CREATE TABLE IF NOT EXISTS tournament_races (
 );
 CREATE TABLE IF NOT EXISTS seats (
     player_id text PRIMARY KEY,
-    race_id text NOT NULL
+    race_id text NOT NULL,
+    busy boolean NOT NULL DEFAULT true
 );
 CREATE TABLE IF NOT EXISTS names (
     look text PRIMARY KEY,
@@ -374,11 +376,13 @@ _ACQUIRE_LAPSED = (
     " AND (leases.owner = %s OR leases.expires_at <= (SELECT {now}))"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
-#: The race each session is tied to (:mod:`server.seats`), if it is not over.
+#: The race each session raced in last (:mod:`server.seats`), if it is not over...
 _SEATS_OF = (
     "SELECT s.player_id, s.race_id FROM seats s JOIN races r ON r.race_id = s.race_id"
     " WHERE s.player_id = ANY(%s) AND r.finished_at IS NULL"
 )
+#: ... and if it ties the session still (its own game not over).
+_BUSY_SEATS_OF = _SEATS_OF + " AND s.busy"
 #: Of some sessions, those entered (and not removed) in a tournament that is not over.
 _ENTERED = (
     "SELECT e.entrant_id FROM tournament_entrants e JOIN tournaments t"
@@ -832,14 +836,15 @@ class PostgresStore(StoreBase):
         over. Raises :class:`JournalRefused` if the store cannot be read now."""
 
         async def read(connection: Connection) -> str | None:
-            rows = await _rows(connection, _SEATS_OF, ([player_id],))
+            rows = await _rows(connection, _BUSY_SEATS_OF, ([player_id],))
             return str(rows[0][1]) if rows else None
 
         return await self._read(read)
 
     async def held(self, player_ids: Collection[str]) -> set[str]:
-        """Those of ``player_ids`` that a race not over ties (on any node), or that are
-        entered in a tournament not over: sessions the expiry keeps. Raises
+        """Those of ``player_ids`` that race in a race not over (on any node: the race
+        each raced in last, its own game over or not), or that are entered in a
+        tournament not over: sessions the expiry keeps. Raises
         :class:`JournalRefused` if the store cannot be read now."""
         ids = list(player_ids)
 
@@ -1256,6 +1261,12 @@ async def _prepare(url: str, connection: Connection) -> None:
                     # The session that created each tournament (NULL before).
                     await connection.execute(
                         "ALTER TABLE tournaments ADD COLUMN IF NOT EXISTS created_by text"
+                    )
+                if version < 6:
+                    # A racer's row kept after its own game (rows before were all busy).
+                    await connection.execute(
+                        "ALTER TABLE seats ADD COLUMN IF NOT EXISTS busy boolean"
+                        " NOT NULL DEFAULT true"
                     )
                 if version < SCHEMA_VERSION:
                     await connection.execute(
