@@ -83,6 +83,7 @@ from server.store import (
 from server.tournament_store import (
     EVENTS_QUERY,
     StoredTournament,
+    TournamentCount,
     stored_tournament,
     tournaments_query,
 )
@@ -383,6 +384,19 @@ _SEATS_OF = (
 )
 #: ... and if it ties the session still (its own game not over).
 _BUSY_SEATS_OF = _SEATS_OF + " AND s.busy"
+#: Against the caps on tournaments, leaving out some join codes (a node's, in its
+#: memory): those not finished, and those a session created not finished or finished
+#: (its last event, the finish) after a time.
+_TOURNAMENT_COUNT = (
+    "SELECT count(*) FILTER (WHERE t.status <> 'finished'),"
+    " count(*) FILTER (WHERE t.created_by = %(session)s AND (t.status <> 'finished'"
+    " OR (SELECT max(e.at) FROM tournament_events e"
+    " WHERE e.tournament_id = t.tournament_id) > %(since)s))"
+    " FROM tournaments t WHERE (t.status <> 'finished' OR t.created_by = %(session)s)"
+    " AND t.code <> ALL(%(here)s::text[])"
+)
+#: The tournaments by creator, which :data:`_TOURNAMENT_COUNT` reads.
+_CREATOR_INDEX = "CREATE INDEX IF NOT EXISTS tournaments_by_creator ON tournaments (created_by)"
 #: Of some sessions, those entered (and not removed) in a tournament that is not over.
 _ENTERED = (
     "SELECT e.entrant_id FROM tournament_entrants e JOIN tournaments t"
@@ -855,6 +869,21 @@ class PostgresStore(StoreBase):
 
         return await self._read(read)
 
+    async def count_tournaments(
+        self, session_id: str, since: float, here: Collection[str]
+    ) -> TournamentCount:
+        """The tournaments against the caps (those of the join codes ``here`` left out):
+        those not finished, and those ``session_id`` created, not finished or finished
+        after ``since``. Raises :class:`JournalRefused` if the store cannot be read now."""
+        parameters = {"session": session_id, "since": since, "here": list(here)}
+
+        async def read(connection: Connection) -> TournamentCount:
+            rows = await _rows(connection, _TOURNAMENT_COUNT, parameters)
+            unfinished, created = rows[0]
+            return TournamentCount(int(unfinished), int(created))
+
+        return await self._read(read)
+
     async def claim_names(
         self, player_id: str, node: str, looks: Collection[str], *, all_or_none: bool
     ) -> bool:
@@ -1272,6 +1301,8 @@ async def _prepare(url: str, connection: Connection) -> None:
                     await connection.execute(
                         "UPDATE schema_version SET version = %s", (SCHEMA_VERSION,)
                     )
+            # (Once ``created_by`` is there: an older store gains it just above.)
+            await connection.execute(_CREATOR_INDEX)
     except psycopg.Error as error:
         raise _refusal(url, f"cannot be prepared ({_reason(error)})") from None
 
