@@ -270,6 +270,7 @@ class ClusterNode:
                 place=self._place,
                 seats=True,
                 place_round=self._place_round,
+                count_tournaments=self._store.count_tournaments,
             ),
         )
         tier.start()

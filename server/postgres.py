@@ -83,6 +83,7 @@ from server.store import (
 from server.tournament_store import (
     EVENTS_QUERY,
     StoredTournament,
+    TournamentCount,
     stored_tournament,
     tournaments_query,
 )
@@ -90,8 +91,9 @@ from server.tournament_store import (
 #: The version of the tables :data:`_SCHEMA` creates (this store's own numbering): 2 added
 #: ``players.claimed_by``, 3 ``tournaments.created_by``, 4 the daily deal's tables
 #: (:mod:`server.daily_store`, created empty by :data:`DAILY_SCHEMA`), 5 ``seats`` and
-#: ``names`` (a cluster's sessions: :mod:`server.seats`, :meth:`PostgresStore.claim_names`).
-SCHEMA_VERSION = 5
+#: ``names`` (a cluster's sessions: :mod:`server.seats`, :meth:`PostgresStore.claim_names`),
+#: 6 ``seats.busy`` (a racer's row kept after its own game, until its race is over).
+SCHEMA_VERSION = 6
 
 #: Seconds before the first attempt to connect again after the database was lost...
 RECONNECT_FIRST = 0.1
@@ -203,7 +205,8 @@ CREATE TABLE IF NOT EXISTS tournament_races (
 );
 CREATE TABLE IF NOT EXISTS seats (
     player_id text PRIMARY KEY,
-    race_id text NOT NULL
+    race_id text NOT NULL,
+    busy boolean NOT NULL DEFAULT true
 );
 CREATE TABLE IF NOT EXISTS names (
     look text PRIMARY KEY,
@@ -374,11 +377,26 @@ _ACQUIRE_LAPSED = (
     " AND (leases.owner = %s OR leases.expires_at <= (SELECT {now}))"
     " RETURNING leases.resource_id, owner, leases.epoch, expires_at"
 )
-#: The race each session is tied to (:mod:`server.seats`), if it is not over.
+#: The race each session raced in last (:mod:`server.seats`), if it is not over...
 _SEATS_OF = (
     "SELECT s.player_id, s.race_id FROM seats s JOIN races r ON r.race_id = s.race_id"
     " WHERE s.player_id = ANY(%s) AND r.finished_at IS NULL"
 )
+#: ... and if it ties the session still (its own game not over).
+_BUSY_SEATS_OF = _SEATS_OF + " AND s.busy"
+#: Against the caps on tournaments, leaving out some join codes (a node's, in its
+#: memory): those not finished, and those a session created not finished or finished
+#: (its last event, the finish) after a time.
+_TOURNAMENT_COUNT = (
+    "SELECT count(*) FILTER (WHERE t.status <> 'finished'),"
+    " count(*) FILTER (WHERE t.created_by = %(session)s AND (t.status <> 'finished'"
+    " OR (SELECT max(e.at) FROM tournament_events e"
+    " WHERE e.tournament_id = t.tournament_id) > %(since)s))"
+    " FROM tournaments t WHERE (t.status <> 'finished' OR t.created_by = %(session)s)"
+    " AND t.code <> ALL(%(here)s::text[])"
+)
+#: The tournaments by creator, which :data:`_TOURNAMENT_COUNT` reads.
+_CREATOR_INDEX = "CREATE INDEX IF NOT EXISTS tournaments_by_creator ON tournaments (created_by)"
 #: Of some sessions, those entered (and not removed) in a tournament that is not over.
 _ENTERED = (
     "SELECT e.entrant_id FROM tournament_entrants e JOIN tournaments t"
@@ -832,14 +850,15 @@ class PostgresStore(StoreBase):
         over. Raises :class:`JournalRefused` if the store cannot be read now."""
 
         async def read(connection: Connection) -> str | None:
-            rows = await _rows(connection, _SEATS_OF, ([player_id],))
+            rows = await _rows(connection, _BUSY_SEATS_OF, ([player_id],))
             return str(rows[0][1]) if rows else None
 
         return await self._read(read)
 
     async def held(self, player_ids: Collection[str]) -> set[str]:
-        """Those of ``player_ids`` that a race not over ties (on any node), or that are
-        entered in a tournament not over: sessions the expiry keeps. Raises
+        """Those of ``player_ids`` that race in a race not over (on any node: the race
+        each raced in last, its own game over or not), or that are entered in a
+        tournament not over: sessions the expiry keeps. Raises
         :class:`JournalRefused` if the store cannot be read now."""
         ids = list(player_ids)
 
@@ -847,6 +866,21 @@ class PostgresStore(StoreBase):
             seated = await _rows(connection, _SEATS_OF, (ids,))
             entered = await _rows(connection, _ENTERED, (ids,))
             return {str(row[0]) for row in seated} | {str(row[0]) for row in entered}
+
+        return await self._read(read)
+
+    async def count_tournaments(
+        self, session_id: str, since: float, here: Collection[str]
+    ) -> TournamentCount:
+        """The tournaments against the caps (those of the join codes ``here`` left out):
+        those not finished, and those ``session_id`` created, not finished or finished
+        after ``since``. Raises :class:`JournalRefused` if the store cannot be read now."""
+        parameters = {"session": session_id, "since": since, "here": list(here)}
+
+        async def read(connection: Connection) -> TournamentCount:
+            rows = await _rows(connection, _TOURNAMENT_COUNT, parameters)
+            unfinished, created = rows[0]
+            return TournamentCount(int(unfinished), int(created))
 
         return await self._read(read)
 
@@ -1257,10 +1291,18 @@ async def _prepare(url: str, connection: Connection) -> None:
                     await connection.execute(
                         "ALTER TABLE tournaments ADD COLUMN IF NOT EXISTS created_by text"
                     )
+                if version < 6:
+                    # A racer's row kept after its own game (rows before were all busy).
+                    await connection.execute(
+                        "ALTER TABLE seats ADD COLUMN IF NOT EXISTS busy boolean"
+                        " NOT NULL DEFAULT true"
+                    )
                 if version < SCHEMA_VERSION:
                     await connection.execute(
                         "UPDATE schema_version SET version = %s", (SCHEMA_VERSION,)
                     )
+            # (Once ``created_by`` is there: an older store gains it just above.)
+            await connection.execute(_CREATOR_INDEX)
     except psycopg.Error as error:
         raise _refusal(url, f"cannot be prepared ({_reason(error)})") from None
 

@@ -81,6 +81,7 @@ from server.ratings import pool_of, shown
 from server.replays import FinishedRace, finished_race
 from server.store import Store, StoreError
 from server.tournament_host import TournamentDesk
+from server.tournament_store import NONE_COUNTED, TournamentCount
 from server.winnable import SeedRefused, WinnableSeeds
 
 
@@ -100,6 +101,11 @@ def _nothing(*_: str) -> None:
 async def _leased(_: str) -> bool:
     """One process holds the lease of every resource."""
     return True
+
+
+async def _none_counted(_: str, __: float, ___: Collection[str]) -> TournamentCount:
+    """One process counts every tournament in its own memory."""
+    return NONE_COUNTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +130,11 @@ class Ownership:
     seats: bool = False
     """Keep the store's ``seats`` table (:mod:`server.seats`): the races run on many
     nodes, and a session's node reads there whether it is tied to a race."""
+    count_tournaments: Callable[[str, float, Collection[str]], Awaitable[TournamentCount]] = (
+        _none_counted
+    )
+    """The tournaments against the caps the other nodes hold, read in the store
+    (:meth:`~server.tournament_host.TournamentRaces.counted_elsewhere`)."""
     place_round: Callable[[str, Sequence[str]], None] | None = None
     """A tournament (the id) opened these races, which share a deal: they may be handed
     over together to another node (:meth:`RaceTier.hand_over`). ``None``: every race
@@ -699,6 +710,12 @@ class RaceTier:
     async def lease(self, tournament_id: str) -> bool:
         """See :meth:`~server.tournament_host.TournamentRaces.lease`."""
         return await self._ownership.lease(tournament_id)
+
+    async def counted_elsewhere(
+        self, session_id: str, since: float, here: Collection[str]
+    ) -> TournamentCount:
+        """See :meth:`~server.tournament_host.TournamentRaces.counted_elsewhere`."""
+        return await self._ownership.count_tournaments(session_id, since, here)
 
     def gone(self, resource_id: str) -> None:
         """See :meth:`~server.tournament_host.TournamentRaces.gone`."""

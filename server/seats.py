@@ -6,12 +6,18 @@ until its own game there is over (:meth:`server.race.Race.is_busy`), and a ``qui
 ``already_joined``. In a cluster the races run on many nodes, each seeing only its own,
 so the rule is kept by the store: a row of ``seats`` (one per session, its primary key)
 says which race holds the session. The node running a race writes the row when the
-session takes a seat and deletes it when the session is tied no more, as records of the
-race (:class:`SeatTaken`, :class:`SeatLeft`), in the race's own transactions and under
-its lease's fence: a move costs no statement of its own, a node that lost the race can
-write nothing of it, and a race taken over is taken with its rows as they were
-committed. The socket tier of the session's node reads the row before it sends a join
-(:meth:`~server.postgres.PostgresStore.seat_of`).
+session takes a seat (:class:`SeatTaken`), marks it not ``busy`` when the session's own
+game is over while the race runs on (:class:`SeatFreed`), and deletes it when the
+session leaves the race's lobby or the race is over (:class:`SeatLeft`). These are
+records of the race, in its own transactions and under its lease's fence: a move costs
+no statement of its own, a node that lost the race can write nothing of it, and a race
+taken over is taken with its rows as they were committed. The socket tier of the
+session's node reads the row before it sends a join
+(:meth:`~server.postgres.PostgresStore.seat_of`: a ``busy`` row only), and the expiry
+reads it before it forgets an idle session (:meth:`~server.postgres.PostgresStore.held`:
+any row of a race not over). So, as on one server, a racer whose own game is over may
+race elsewhere (its row then names the new race), and is kept until the race it
+raced in last is over.
 
 One process keeps no such table: its race tier sees every seat (:class:`SeatKeeper` is
 used only by a cluster's nodes).
@@ -40,16 +46,37 @@ class SeatTaken:
     def statements(self) -> list[Statement]:
         """One upsert: a session has one row."""
         return [(
-            "INSERT INTO seats (player_id, race_id) VALUES (?, ?)"
-            " ON CONFLICT (player_id) DO UPDATE SET race_id = excluded.race_id",
+            "INSERT INTO seats (player_id, race_id, busy) VALUES (?, ?, true)"
+            " ON CONFLICT (player_id) DO UPDATE SET race_id = excluded.race_id, busy = true",
+            (self.player_id, self.race_id),
+        )]
+
+
+@dataclass(frozen=True, slots=True)
+class SeatFreed:
+    """Session ``player_id``'s own game in race ``race_id`` is over, the race is not: it
+    may race elsewhere, and is still kept by the expiry until the race is over."""
+
+    player_id: str
+    race_id: str
+
+    @property
+    def fenced_by(self) -> str:
+        """The race, whose lease its writer must hold."""
+        return self.race_id
+
+    def statements(self) -> list[Statement]:
+        """Its row stays, not busy, if it is still this race's."""
+        return [(
+            "UPDATE seats SET busy = false WHERE player_id = ? AND race_id = ?",
             (self.player_id, self.race_id),
         )]
 
 
 @dataclass(frozen=True, slots=True)
 class SeatLeft:
-    """Session ``player_id`` is no longer tied to race ``race_id`` (it left the race's
-    lobby, its own game is over, or the race is)."""
+    """Session ``player_id`` is no longer in race ``race_id`` (it left the race's lobby,
+    or the race is over)."""
 
     player_id: str
     race_id: str
@@ -67,12 +94,21 @@ class SeatLeft:
         )]
 
 
+#: A racer's row as stored: busy (:class:`SeatTaken`), or kept after its own game
+#: (:class:`SeatFreed`).
+_BUSY, _KEPT = True, False
+
+SeatRecord = SeatTaken | SeatFreed | SeatLeft
+"""What a :class:`SeatKeeper` writes."""
+
+
 class SeatKeeper:
-    """The racers one race ties (:meth:`~server.race.Race.is_busy`), and the records
-    that keep the ``seats`` table in step as they come and go.
+    """The racers one race holds, each busy (:meth:`~server.race.Race.is_busy`) or kept
+    after its own game until the race is over, and the records that keep the ``seats``
+    table in step as they change.
 
     Only the racer a command names can change, but for commands that move the whole race
-    (its clock, its start, its countdown): those are looked at for every racer tied.
+    (its clock, its start, its countdown): those are looked at for every racer held.
 
     >>> race = core.Race("K7QX2M9P", "seed", core.RaceOptions(min_racers=1))
     >>> keeper = SeatKeeper(race)
@@ -84,31 +120,49 @@ class SeatKeeper:
     [SeatLeft(player_id='p-1', race_id='K7QX2M9P')]
     """
 
-    __slots__ = ("_race_id", "_tied")
+    __slots__ = ("_race_id", "_rows")
 
     def __init__(self, race: core.Race) -> None:
         self._race_id = race.race_id
-        self._tied = {racer for racer in race.racer_ids if race.is_busy(racer)}
-        """As stored: rows the race has written and not deleted."""
+        self._rows: dict[str, bool] = {}
+        """As stored: each racer's row the race has written and not deleted, busy or kept."""
+        for racer in race.racer_ids:
+            state = _state(race, racer)
+            if state is not None:
+                self._rows[racer] = state
 
-    def changes(self, race: core.Race, command: core.Command) -> list[SeatTaken | SeatLeft]:
+    def changes(self, race: core.Race, command: core.Command) -> list[SeatRecord]:
         """The records of what ``command`` (just applied to ``race``) changed."""
-        records: list[SeatTaken | SeatLeft] = []
         named: str | None = getattr(command, "racer_id", None)
-        if isinstance(command, core.Join) and named not in self._tied and race.is_busy(
-            command.racer_id
-        ):
-            self._tied.add(command.racer_id)
-            records.append(SeatTaken(command.racer_id, self._race_id))
         if race.phase is core.Phase.FINISHED or not isinstance(
             command, core.Join | core.Leave | core.SetReady | core.Place | core.Resign
             | core.Disconnect | core.Reconnect
         ):
-            looked_at = list(self._tied)
+            looked_at = list(self._rows)
+            if named is not None and named not in self._rows:
+                looked_at.append(named)
         else:
-            looked_at = [named] if named in self._tied else []
+            looked_at = [named] if named is not None else []
+        records: list[SeatRecord] = []
         for racer in looked_at:
-            if racer is not None and not race.is_busy(racer):
-                self._tied.discard(racer)
+            was, now = self._rows.get(racer), _state(race, racer)
+            if was is now:
+                continue
+            if now is None:
+                del self._rows[racer]
                 records.append(SeatLeft(racer, self._race_id))
+                continue
+            self._rows[racer] = now
+            record = SeatTaken if now is _BUSY else SeatFreed
+            records.append(record(racer, self._race_id))
         return records
+
+
+def _state(race: core.Race, racer: str) -> bool | None:
+    """``racer``'s row in ``race`` now: busy, kept (its own game over, the race not), or
+    none."""
+    if race.is_busy(racer):
+        return _BUSY
+    if race.phase is not core.Phase.FINISHED and race.has_racer(racer):
+        return _KEPT
+    return None

@@ -102,7 +102,9 @@ from server.tournament import (
     hash_token,
 )
 from server.tournament_store import (
+    NONE_COUNTED,
     StoredTournament,
+    TournamentCount,
     TournamentOpened,
     TournamentStore,
     restore,
@@ -155,6 +157,12 @@ def _not_found(code: str) -> _Refused:
     return _Refused(ErrorCode.TOURNAMENT_NOT_FOUND, f"there is no tournament {show(code)}")
 
 
+def _unreadable(error: Exception, **context: str) -> _Refused:
+    """The refusal of a request the store could not be read for (logged)."""
+    log_event("journal_error", logging.ERROR, error=str(error), **context)
+    return _Refused(ErrorCode.SERVER_BUSY, "the server cannot read its store now; try again")
+
+
 class TournamentRaces(Protocol):
     """What the desk needs of the race tier: its races, and where sessions are."""
 
@@ -183,6 +191,16 @@ class TournamentRaces(Protocol):
     async def lease(self, tournament_id: str) -> bool:
         """Take the lease of a new tournament (one process holds every lease); ``False``:
         it cannot be had now."""
+        ...
+
+    async def counted_elsewhere(
+        self, session_id: str, since: float, here: Collection[str]
+    ) -> TournamentCount:
+        """The tournaments against the caps that the other nodes of a cluster hold, as
+        the store has them (the join codes ``here``, in this node's memory, left out):
+        those not finished, and those ``session_id`` created, not finished or finished
+        after ``since``. One process: none. Raises :class:`StoreError` or
+        :class:`JournalRefused` if the store cannot be read now."""
         ...
 
     def place_round(self, tournament_id: str, race_ids: Sequence[str]) -> None:
@@ -520,27 +538,45 @@ class TournamentDesk:
         after its linger, is still taken in the store)."""
         try:
             settings = _settings_of(message.options)
-            self._check_room(caller.session_id)
+            elsewhere = await self._counted_elsewhere(caller.session_id)
+            self._check_room(caller.session_id, elsewhere)
             if settings.seed_policy == "winnable":
                 self._winnable.check_hopeful(settings.ruleset)  # no deal to be had lately
             code = await self._leased_code()
-            self._check_room(caller.session_id)  # others may have created one meanwhile
+            # Others may have created one meanwhile (here; elsewhere, in a cluster, such a
+            # race of two nodes' creations is not closed: each counts the other's once
+            # stored).
+            self._check_room(caller.session_id, elsewhere)
         except (_Refused, SeedRefused) as refusal:
             self._refuse(caller, message, refusal)
             return
         self._open(caller.session_id, settings, code, message.id)
 
-    def _check_room(self, session_id: str) -> None:
-        """Refuse a new tournament past the server's cap or ``session_id``'s."""
+    async def _counted_elsewhere(self, session_id: str) -> TournamentCount:
+        """What the caps count beyond this node's memory: a cluster's other nodes'
+        tournaments, read in the store (none for one process, or with no cap)."""
+        config = self._config
+        if not (config.max_open_tournaments or config.tournaments_per_session):
+            return NONE_COUNTED
+        since = self._now() - config.finished_linger
+        try:
+            return await self._races.counted_elsewhere(session_id, since, self.tournaments)
+        except (StoreError, JournalRefused) as error:
+            raise _unreadable(error) from None
+
+    def _check_room(self, session_id: str, elsewhere: TournamentCount) -> None:
+        """Refuse a new tournament past the server's cap or ``session_id``'s (counting
+        ``elsewhere``: a cluster's, the other nodes' tournaments)."""
         most = self._config.max_open_tournaments
-        if most and len(self._unfinished) >= most:
+        running = len(self._unfinished) + elsewhere.unfinished
+        if most and running >= most:
             raise _Refused(
                 ErrorCode.SERVER_BUSY,
-                f"the server already runs {len(self._unfinished)} tournaments, as many as "
+                f"the server already runs {running} tournaments, as many as "
                 "it may; try again when one is over",
             )
         own = self._config.tournaments_per_session
-        held = len(self._held_by.get(session_id, ()))
+        held = len(self._held_by.get(session_id, ())) + elsewhere.created
         if own and held >= own:
             raise _Refused(
                 ErrorCode.SERVER_BUSY,
@@ -576,10 +612,7 @@ class TournamentDesk:
         try:
             return await self._journal.read_tournaments(code)
         except (StoreError, JournalRefused) as error:
-            log_event("journal_error", logging.ERROR, error=str(error), tournament=code)
-            raise _Refused(
-                ErrorCode.SERVER_BUSY, "the server cannot read its store now; try again"
-            ) from None
+            raise _unreadable(error, tournament=code) from None
 
     async def _watch_or_export(
         self, caller: Caller, message: WatchTournament | ExportTournament

@@ -261,6 +261,21 @@ class TournamentEventRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class TournamentCount:
+    """What a cluster's store holds against the caps on tournaments
+    (``max_open_tournaments``, ``tournaments_per_session``), beyond one node's memory."""
+
+    unfinished: int
+    """Tournaments not finished."""
+    created: int
+    """Tournaments the asking session created, not finished or finished lately."""
+
+
+NONE_COUNTED = TournamentCount(0, 0)
+"""One process counts every tournament in its memory."""
+
+
+@dataclass(frozen=True, slots=True)
 class StoredTournament:
     """A tournament as a store holds it: its opening and its events, in order, with their
     times (:func:`restore` makes it a :class:`~server.tournament.Tournament` again)."""

@@ -5,7 +5,8 @@ connected to different nodes:
 
 - one race at a time: a session seated in a race on one node gets ``already_joined``
   when it asks to join a race on another, until its own game there is over;
-- an idle session is not expired while a race on another node still holds it;
+- an idle session is not expired while a race on another node still holds it, its own
+  game there over or not;
 - names are unique among connected human players across the cluster (``name_taken``);
 - a session resumed on another node closes its old connection with 4006;
 - a node that dies: the sessions connected to it are counted away in the races of the
@@ -182,18 +183,51 @@ async def test_an_idle_session_racing_on_another_node_is_kept(
         await ann.close()
         await idle.close()
         # Several of n2's looks: its race tier alone would let ann go (the race is n1's).
-        expired = cluster.logged("n2", "sessions_expired")
-        deadline = time.monotonic() + PATIENCE
-        while not expired:
-            assert time.monotonic() < deadline, "n2 expired no session"
-            await asyncio.sleep(0.2)
-            expired = cluster.logged("n2", "sessions_expired")
-        await asyncio.sleep(2)
-        back = await hello_answer(n2, "ann", resume=ann.welcome.resume)
-        assert isinstance(back, Welcome) and back.resumed, back
-        gone = await hello_answer(n2, "idle", resume=idle.welcome.resume)
-        assert isinstance(gone, Error) and gone.code is ErrorCode.INVALID_TOKEN, gone
+        await kept_and_forgotten(cluster, "n2", kept=ann, forgotten=idle)
         await bob.close()
+
+
+@pytest.mark.usefixtures("quick_expiry")
+async def test_an_idle_session_whose_game_is_over_is_kept_until_its_race_on_another_node_ends(
+    tmp_path: Path, postgres_url: str, redis_url: str, cluster_prefix: str
+) -> None:
+    with running_cluster(tmp_path, postgres_url, redis_url, cluster_prefix, count=2) as cluster:
+        await cluster.wait_for_leader()
+        n1, n2 = cluster.nodes["n1"].url, cluster.nodes["n2"].url
+        bob = await WireClient.connect(n1, "bob")
+        carl = await WireClient.connect(n1, "carl")
+        race = await made(bob, TRIO)  # run by n1
+        await carl.send(JoinRace(race=race, id=carl.next_id()))
+        ann = await WireClient.connect(n2, "ann")  # a session of n2's
+        await ann.send(JoinRace(race=race, id=ann.next_id()))
+        await ann.expect(CardToPlace, race=race)
+        resign = Resign(race=race, id=ann.next_id())
+        await ann.send(resign)  # ann's game is over; bob and carl race on
+        assert isinstance(await answer(ann, resign.id or 0), Ok)
+        idle = await WireClient.connect(n2, "idle")  # in no race: expires
+        await ann.close()
+        await idle.close()
+        # One server keeps ann until the race is over: so does the cluster.
+        await kept_and_forgotten(cluster, "n2", kept=ann, forgotten=idle)
+        for client in (bob, carl):
+            await client.close()
+
+
+async def kept_and_forgotten(
+    cluster: Cluster, node: str, *, kept: WireClient, forgotten: WireClient
+) -> None:
+    """Wait until ``node`` has expired sessions, and a while more (several of its looks);
+    then ``kept``'s session resumes there, and ``forgotten``'s is unknown."""
+    url = cluster.nodes[node].url
+    deadline = time.monotonic() + PATIENCE
+    while not cluster.logged(node, "sessions_expired"):
+        assert time.monotonic() < deadline, f"{node} expired no session"
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(2)
+    back = await hello_answer(url, kept.welcome.name, resume=kept.welcome.resume)
+    assert isinstance(back, Welcome) and back.resumed, back
+    gone = await hello_answer(url, forgotten.welcome.name, resume=forgotten.welcome.resume)
+    assert isinstance(gone, Error) and gone.code is ErrorCode.INVALID_TOKEN, gone
 
 
 async def test_names_are_unique_among_connected_players_across_nodes(

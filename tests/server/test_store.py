@@ -638,6 +638,8 @@ async def test_a_seat_is_stored_with_its_race_under_its_lease_until_the_game_is_
         assert await node_b.held(["ann", "bob", "eve"]) == {"ann", "bob"}
         await apply(Resign("bob"))  # bob's game is over: free to race elsewhere
         assert await node_b.seat_of("bob") is None and await node_b.seat_of("ann") == "R1"
+        # ... and still kept by the expiry until the race is over, as one server keeps it.
+        assert await node_b.held(["bob"]) == {"bob"}
         await node_b.take_over_lease("R1", "node-b", 30.0)
         with pytest.raises(LeaseLost):  # the old owner's records are refused whole
             await node_a.write(SeatLeft("ann", "R1"))
