@@ -14,7 +14,6 @@ is.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from dataclasses import dataclass
@@ -29,10 +28,15 @@ from tests.cluster.harness import (
     PATIENCE,
     Cluster,
     Spectator,
-    foursquare,
     running_cluster,
 )
-from tests.cluster.test_tournament import host, new_owner, round_over, until_state
+from tests.cluster.test_tournament import (
+    host,
+    new_owner,
+    round_over,
+    until_state,
+    verified_export,
+)
 
 #: Entrants: two races of two in each round, so that a round's races share a deal.
 ENTRANTS = 4
@@ -110,17 +114,8 @@ async def finished(game: Placed, games: int) -> None:
 async def export_verifies(cluster: Cluster, code: str, tmp_path: Path, games: int) -> None:
     """The tournament's export, from the store, verifies, and so does each of its
     ``games`` games."""
-    exported, games_dir = tmp_path / "cup.json", tmp_path / "games"
-    status, out = await foursquare("tournament", "export", code, "--db", cluster.db,
-                                   "-o", str(exported), "--games-dir", str(games_dir))
-    assert status == 0, out
-    record = json.loads(exported.read_text())
-    status, out = await foursquare("tournament", "verify", str(exported))
-    assert status == 0, out
-    for game in sorted(games_dir.iterdir()):
-        status, out = await foursquare("verify", str(game))
-        assert status == 0, out
-    assert len(list(games_dir.iterdir())) == len(record["games"]) == games
+    record, written = await verified_export(cluster.db, code, tmp_path)
+    assert written == len(record["games"]) == games
     assert len(record["standings"]) == ENTRANTS
 
 
