@@ -32,8 +32,9 @@ from server.journal import Statement
 
 
 @dataclass(frozen=True, slots=True)
-class SeatTaken:
-    """Session ``player_id`` is tied to race ``race_id`` from now on (seated)."""
+class _SeatRecord:
+    """A change to session ``player_id``'s row for race ``race_id``, written by the race's
+    node under the race's lease."""
 
     player_id: str
     race_id: str
@@ -42,6 +43,11 @@ class SeatTaken:
     def fenced_by(self) -> str:
         """The race, whose lease its writer must hold."""
         return self.race_id
+
+
+@dataclass(frozen=True, slots=True)
+class SeatTaken(_SeatRecord):
+    """Session ``player_id`` is tied to race ``race_id`` from now on (seated)."""
 
     def statements(self) -> list[Statement]:
         """One upsert: a session has one row."""
@@ -53,17 +59,9 @@ class SeatTaken:
 
 
 @dataclass(frozen=True, slots=True)
-class SeatFreed:
+class SeatFreed(_SeatRecord):
     """Session ``player_id``'s own game in race ``race_id`` is over, the race is not: it
     may race elsewhere, and is still kept by the expiry until the race is over."""
-
-    player_id: str
-    race_id: str
-
-    @property
-    def fenced_by(self) -> str:
-        """The race, whose lease its writer must hold."""
-        return self.race_id
 
     def statements(self) -> list[Statement]:
         """Its row stays, not busy, if it is still this race's."""
@@ -74,17 +72,9 @@ class SeatFreed:
 
 
 @dataclass(frozen=True, slots=True)
-class SeatLeft:
+class SeatLeft(_SeatRecord):
     """Session ``player_id`` is no longer in race ``race_id`` (it left the race's lobby,
     or the race is over)."""
-
-    player_id: str
-    race_id: str
-
-    @property
-    def fenced_by(self) -> str:
-        """The race, whose lease its writer must hold."""
-        return self.race_id
 
     def statements(self) -> list[Statement]:
         """Its row goes, if it is still this race's."""
