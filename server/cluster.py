@@ -769,7 +769,10 @@ class ClusterNode:
             async with asyncio.timeout(self._ttl):
                 if not await tier.hand_over(*race_ids):
                     return  # one is gone already (a round of one race that ended): here
-                if self.tier is not tier or self._leases.get(tournament_id) is not tournament:
+                # Renewals replace the held lease with a new object: the same epoch
+                # means still held (a takeover bumps it), so compare epochs.
+                now_held = self._leases.get(tournament_id)
+                if self.tier is not tier or now_held is None or now_held.epoch != tournament.epoch:
                     raise LeaseLost((tournament_id,))  # lost meanwhile, and dropped
                 for race_id in race_ids:
                     self._covered.pop(race_id, None)
